@@ -1,0 +1,181 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** A bad configuration value. main() prints `message` as one line and exits. */
+export class ConfigError extends Error {
+  constructor(readonly variable: string, problem: string) {
+    super(`configuration error: ${variable} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Typed readers over an env record. Only config.ts files use them. */
+export class EnvReader {
+  constructor(private readonly env: Env) {}
+
+  raw(name: string): string | undefined {
+    const v = this.env[name];
+    return v === undefined || v === '' ? undefined : v;
+  }
+
+  string(name: string, fallback?: string): string {
+    const v = this.raw(name) ?? fallback;
+    if (v === undefined) throw new ConfigError(name, 'is required');
+    return v;
+  }
+
+  optional(name: string): string | undefined {
+    return this.raw(name);
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    if (!/^-?\d+$/.test(v)) throw new ConfigError(name, `must be an integer, got ${JSON.stringify(v)}`);
+    const n = Number(v);
+    if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+    return n;
+  }
+
+  port(name: string, fallback: number): number {
+    return this.int(name, fallback, 0, 65535);
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    if (v === 'true' || v === '1') return true;
+    if (v === 'false' || v === '0') return false;
+    throw new ConfigError(name, `must be true or false, got ${JSON.stringify(v)}`);
+  }
+
+  oneOf<T extends string>(name: string, choices: readonly T[], fallback: T): T {
+    const v = this.raw(name) ?? fallback;
+    if (!choices.includes(v as T)) throw new ConfigError(name, `must be one of ${choices.join(', ')}`);
+    return v as T;
+  }
+
+  url(name: string, protocols: readonly string[], fallback?: string): string {
+    const v = this.string(name, fallback);
+    let u: URL;
+    try {
+      u = new URL(v);
+    } catch {
+      throw new ConfigError(name, 'is not a valid URL');
+    }
+    if (!protocols.includes(u.protocol)) throw new ConfigError(name, `must use ${protocols.join(' or ')}`);
+    return v;
+  }
+
+  optionalUrl(name: string, protocols: readonly string[]): string | undefined {
+    return this.raw(name) === undefined ? undefined : this.url(name, protocols);
+  }
+
+  /** host:port for gRPC peers. */
+  address(name: string, fallback: string): string {
+    const v = this.string(name, fallback);
+    if (!/^[A-Za-z0-9.\-_[\]:]+:\d{1,5}$/.test(v)) throw new ConfigError(name, 'must be host:port');
+    return v;
+  }
+
+  /** A shared credential: at least `minLength` characters. Never echoed. */
+  credential(name: string, minLength = 32): string {
+    const v = this.raw(name);
+    if (v === undefined) throw new ConfigError(name, 'is required');
+    if (v.length < minLength) throw new ConfigError(name, `must be at least ${minLength} characters`);
+    return v;
+  }
+
+  /** SECRETS_KEY: exactly 32 bytes in base64. */
+  secretsKey(name = 'SECRETS_KEY'): Buffer {
+    const v = this.raw(name);
+    if (v === undefined) throw new ConfigError(name, 'is required (32 random bytes in base64: openssl rand -base64 32)');
+    const key = Buffer.from(v, 'base64');
+    if (key.length !== 32 || key.toString('base64') !== v.trim()) {
+      throw new ConfigError(name, 'must be 32 bytes in base64 (openssl rand -base64 32)');
+    }
+    return key;
+  }
+
+  logLevel(): string {
+    return this.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info');
+  }
+}
+
+export const GENERATED_SECRET_NAMES = ['ADMIN_TOKEN', 'INTERNAL_TOKEN', 'SECRETS_KEY'] as const;
+
+export interface EmbeddedSecrets {
+  file: string;
+  created: boolean;
+  values: Record<(typeof GENERATED_SECRET_NAMES)[number], string>;
+}
+
+/**
+ * The embedded default: credentials missing from the environment are generated
+ * once into DATA_DIR/secrets.env (mode 0600) and reused on every later start.
+ */
+export function loadOrCreateEmbeddedSecrets(dataDir: string): EmbeddedSecrets {
+  const dir = resolve(dataDir);
+  const file = join(dir, 'secrets.env');
+  if (existsSync(file)) {
+    const values = parseEnvFile(readFileSync(file, 'utf8'));
+    for (const name of GENERATED_SECRET_NAMES) {
+      if (!values[name]) throw new ConfigError(name, `is missing from ${file}`);
+    }
+    return { file, created: false, values: values as EmbeddedSecrets['values'] };
+  }
+  mkdirSync(dir, { recursive: true });
+  const values = {
+    ADMIN_TOKEN: randomBytes(32).toString('base64url'),
+    INTERNAL_TOKEN: randomBytes(32).toString('base64url'),
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+  };
+  const text = GENERATED_SECRET_NAMES.map((n) => `${n}=${values[n]}`).join('\n') + '\n';
+  writeFileSync(file, text, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return { file, created: true, values };
+}
+
+export function parseEnvFile(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const m = /^\s*([A-Z_][A-Z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (m) out[m[1]!] = m[2]!.replace(/^(['"])(.*)\1$/, '$2');
+  }
+  return out;
+}
+
+/** Ports and peer addresses every service agrees on (CONTRACT.md). */
+export const DEFAULT_PORTS = {
+  GATEWAY_PORT: 8080,
+  REALTIME_PORT: 8081,
+  REGISTRY_HTTP_PORT: 8082,
+  REGISTRY_GRPC_PORT: 50052,
+  VERIFIER_GRPC_PORT: 50051,
+  VERIFIER_HTTP_PORT: 8083,
+} as const;
+
+export interface RedisSettings {
+  url: string | undefined;
+  /** Prefix of every key and channel, so several deployments or tests can share one server. */
+  prefix: string;
+}
+
+export function readRedisSettings(r: EnvReader): RedisSettings {
+  const prefix = r.string('REDIS_PREFIX', 'relay:');
+  if (!/^[A-Za-z0-9:_.-]{1,64}$/.test(prefix)) throw new ConfigError('REDIS_PREFIX', 'must be 1-64 characters of [A-Za-z0-9:_.-]');
+  return { url: r.optionalUrl('REDIS_URL', ['redis:', 'rediss:']), prefix };
+}
+
+/**
+ * A service started alone (not through `npm start`, which runs all of them in
+ * one process) needs REDIS_URL: the in-process bus cannot reach other processes.
+ */
+export function requireRedisWhenAlone(redis: RedisSettings, standalone: boolean): void {
+  if (standalone && redis.url === undefined) {
+    throw new ConfigError('REDIS_URL', 'is required when a service runs alone (unset is only valid with `npm start`, all services in one process)');
+  }
+}

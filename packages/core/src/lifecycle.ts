@@ -1,0 +1,72 @@
+import type { Server } from 'node:http';
+import type { Logger } from 'pino';
+import { ConfigError } from './config';
+
+/** What every service's createServer(deps) returns. */
+export interface Service {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs `main`, turning a ConfigError into one line on stderr and exit 1, and
+ * stops the returned services in order on SIGTERM/SIGINT (exit 0), with a
+ * deadline so a stuck dependency cannot hold the process forever.
+ */
+export async function runMain(main: () => Promise<{ stop(): Promise<void> }>, opts: { logger?: Logger; graceMs?: number } = {}): Promise<void> {
+  let running: { stop(): Promise<void> };
+  try {
+    running = await main();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+    } else {
+      process.stderr.write(`startup failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    }
+    process.exit(1);
+  }
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    opts.logger?.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      opts.logger?.error('shutdown deadline passed, exiting');
+      process.exit(1);
+    }, opts.graceMs ?? 10_000);
+    timer.unref();
+    running.stop().then(
+      () => {
+        opts.logger?.flush?.();
+        process.exit(0);
+      },
+      (err: unknown) => {
+        opts.logger?.error({ err }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+export function listen(server: Server, port: number, host = '0.0.0.0'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const addr = server.address();
+      resolve(typeof addr === 'object' && addr ? addr.port : port);
+    });
+  });
+}
+
+/** Closes a server, ending idle keep-alive sockets so close() does not wait on them. */
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) return resolve();
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    setTimeout(() => server.closeAllConnections(), 2000).unref();
+  });
+}

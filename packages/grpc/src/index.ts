@@ -1,0 +1,3 @@
+export * from './protos';
+export * from './health';
+export * from './server';

@@ -1,0 +1,50 @@
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { fileURLToPath } from 'node:url';
+
+/** The one source of truth for protos, loaded at run time (no generated copies). */
+export const PROTO_ROOT = fileURLToPath(new URL('../../../proto/', import.meta.url));
+
+/** One option set for every proto we load. int64 arrive as JS numbers. */
+export const PROTO_OPTIONS: protoLoader.Options = {
+  keepCase: true,
+  longs: Number,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [PROTO_ROOT],
+};
+
+const cache = new Map<string, grpc.GrpcObject>();
+
+/** Loads a proto by its path under proto/, e.g. `relay/auth/v1/verifier.proto`. */
+export function loadProto(relPath: string): grpc.GrpcObject {
+  let pkg = cache.get(relPath);
+  if (!pkg) {
+    pkg = grpc.loadPackageDefinition(protoLoader.loadSync(relPath, PROTO_OPTIONS));
+    cache.set(relPath, pkg);
+  }
+  return pkg;
+}
+
+/** The service definition at a dotted name, e.g. `relay.auth.v1.TokenVerifier`. */
+export function serviceDefinition(relPath: string, dotted: string): grpc.ServiceDefinition {
+  return lookup(loadProto(relPath), dotted).service;
+}
+
+/** A client constructor at a dotted name. */
+export function clientConstructor(relPath: string, dotted: string): grpc.ServiceClientConstructor {
+  return lookup(loadProto(relPath), dotted);
+}
+
+function lookup(root: grpc.GrpcObject, dotted: string): grpc.ServiceClientConstructor {
+  let node: unknown = root;
+  for (const part of dotted.split('.')) node = (node as Record<string, unknown>)[part];
+  if (typeof node !== 'function') throw new Error(`no gRPC service ${dotted}`);
+  return node as grpc.ServiceClientConstructor;
+}
+
+export const VERIFIER_PROTO = 'relay/auth/v1/verifier.proto';
+export const VERIFIER_SERVICE = 'relay.auth.v1.TokenVerifier';
+export const REGISTRY_KEYS_PROTO = 'relay/registry/v1/keys.proto';
+export const REGISTRY_KEYS_SERVICE = 'relay.registry.v1.KeyService';

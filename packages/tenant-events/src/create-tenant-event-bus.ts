@@ -1,0 +1,9 @@
+import type { Logger, RedisSettings } from '@service-relay/core';
+import { MemoryTenantEventBus } from './memory-tenant-event-bus';
+import { RedisTenantEventBus } from './redis-tenant-event-bus';
+import type { TenantEventBus } from './tenant-event-bus';
+
+/** Redis pub/sub when REDIS_URL is set, otherwise the in-process bus. */
+export function createTenantEventBus(redis: RedisSettings, logger: Logger, ackTimeoutMs = 2000): TenantEventBus {
+  return redis.url ? new RedisTenantEventBus(redis.url, redis.prefix, logger, ackTimeoutMs) : new MemoryTenantEventBus(logger);
+}

@@ -1,0 +1,47 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+/**
+ * The real servers integration and whole-stack tests run against. .ci/run
+ * points these at the machine's PostgreSQL and Redis; the defaults are the same.
+ */
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** A key and channel prefix of its own, so parallel tests share one Redis safely. */
+export function uniqueRedisPrefix(label = 't'): string {
+  return `test:${label}:${randomBytes(6).toString('hex')}:`;
+}
+
+export interface TestDatabase {
+  url: string;
+  name: string;
+  drop(): Promise<void>;
+}
+
+/** Creates a fresh database on the test server; drop() removes it. */
+export async function createTestDatabase(label = 'relay'): Promise<TestDatabase> {
+  const name = `${label}_${randomBytes(6).toString('hex')}`.toLowerCase();
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(TEST_DATABASE_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    async drop() {
+      const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}

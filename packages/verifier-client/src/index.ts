@@ -1,0 +1,2 @@
+export * from './verify-result';
+export * from './verifier-client';

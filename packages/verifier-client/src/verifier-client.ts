@@ -1,0 +1,133 @@
+import * as grpc from '@grpc/grpc-js';
+import { RelayError, type Logger } from '@service-relay/core';
+import { clientConstructor, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
+import { fromWire, type VerifyResponseWire, type VerifyResult } from './verify-result';
+
+export interface VerifierClientOptions {
+  /** host:port of the auth-verifier's gRPC server. */
+  address: string;
+  /** A check not answered within this is auth_unavailable. */
+  deadlineMs?: number;
+  /** Checks in flight at once; beyond it a check fails fast with auth_unavailable. */
+  maxInFlight?: number;
+  logger?: Logger;
+}
+
+export interface VerifierClient {
+  /** Resolves with the verdict; rejects with RelayError('auth_unavailable') when the verifier cannot answer. */
+  verify(token: string): Promise<VerifyResult>;
+  /** True when a unary health round trip succeeds. */
+  ready(): Promise<boolean>;
+  close(): void;
+}
+
+interface Pending {
+  resolve: (r: VerifyResult) => void;
+  reject: (e: RelayError) => void;
+  deadline: number;
+}
+
+interface StreamResponse {
+  id: number;
+  result: VerifyResponseWire | null;
+  unavailable: boolean;
+}
+
+/**
+ * Sends checks over one long-lived VerifyStream (a unary call per check costs
+ * several times the check itself). A broken stream fails every pending check
+ * closed and is reopened on the next call; grpc-js reconnects the channel.
+ */
+export class StreamingVerifierClient implements VerifierClient {
+  private readonly client: grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+  private readonly pending = new Map<number, Pending>();
+  private stream: grpc.ClientDuplexStream<{ id: number; token: string }, StreamResponse> | undefined;
+  private nextId = 1;
+  private readonly deadlineMs: number;
+  private readonly maxInFlight: number;
+  private readonly sweeper: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly opts: VerifierClientOptions) {
+    const Ctor = clientConstructor(VERIFIER_PROTO, VERIFIER_SERVICE);
+    this.client = new Ctor(opts.address, grpc.credentials.createInsecure(), {
+      'grpc.keepalive_time_ms': 10_000,
+      'grpc.keepalive_timeout_ms': 5_000,
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 2_000,
+    }) as never;
+    this.deadlineMs = opts.deadlineMs ?? 2000;
+    this.maxInFlight = opts.maxInFlight ?? 4096;
+    // One sweep timer instead of a timer per call.
+    this.sweeper = setInterval(() => this.expire(), Math.max(10, Math.floor(this.deadlineMs / 4)));
+    this.sweeper.unref();
+  }
+
+  verify(token: string): Promise<VerifyResult> {
+    if (this.closed) return Promise.reject(new RelayError('auth_unavailable', 'verifier client closed'));
+    if (this.pending.size >= this.maxInFlight) return Promise.reject(new RelayError('auth_unavailable', 'too many checks in flight'));
+    const id = this.nextId++;
+    return new Promise<VerifyResult>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, deadline: Date.now() + this.deadlineMs });
+      this.openStream().write({ id, token });
+    });
+  }
+
+  async ready(): Promise<boolean> {
+    return new Promise((resolve) => {
+      this.client.waitForReady(Date.now() + 1000, (err?: Error) => resolve(!err));
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    clearInterval(this.sweeper);
+    this.failAll('verifier client closed');
+    this.stream?.cancel();
+    this.client.close();
+  }
+
+  private openStream(): grpc.ClientDuplexStream<{ id: number; token: string }, StreamResponse> {
+    if (this.stream) return this.stream;
+    const stream = (this.client.VerifyStream as () => grpc.ClientDuplexStream<{ id: number; token: string }, StreamResponse>)();
+    stream.on('data', (msg: StreamResponse) => {
+      const p = this.pending.get(msg.id);
+      if (!p) return;
+      this.pending.delete(msg.id);
+      if (msg.unavailable || !msg.result) p.reject(new RelayError('auth_unavailable', 'verifier could not decide'));
+      else p.resolve(fromWire(msg.result));
+    });
+    const broken = (why: string) => {
+      if (this.stream !== stream) return;
+      this.stream = undefined;
+      this.failAll(why);
+    };
+    stream.on('error', (err: grpc.ServiceError) => {
+      this.opts.logger?.warn({ code: err.code, details: err.details }, 'verifier stream failed');
+      broken('verifier stream failed');
+    });
+    stream.on('end', () => broken('verifier stream ended'));
+    this.stream = stream;
+    return stream;
+  }
+
+  private failAll(why: string): void {
+    const all = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of all) p.reject(new RelayError('auth_unavailable', why));
+  }
+
+  private expire(): void {
+    const now = Date.now();
+    // Insertion order is deadline order (one deadline for all), so stop at the first live one.
+    for (const [id, p] of this.pending) {
+      if (p.deadline > now) break;
+      this.pending.delete(id);
+      p.reject(new RelayError('auth_unavailable', 'verifier deadline exceeded'));
+    }
+  }
+}
+
+export function createVerifierClient(opts: VerifierClientOptions): VerifierClient {
+  return new StreamingVerifierClient(opts);
+}

@@ -1,0 +1,45 @@
+import { defineConfig } from 'vitest/config';
+
+// Three named suites. `npm test` runs all of them:
+// - unit: pure logic and in-process drivers (embedded PGlite, in-memory bus)
+// - int:  the same contract suites against the real PostgreSQL and Redis
+// - e2e:  whole-stack tests that spawn every service as its own process
+const common = {
+  environment: 'node' as const,
+  testTimeout: 20_000,
+  hookTimeout: 60_000,
+};
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          ...common,
+          name: 'unit',
+          include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts', 'scripts/**/*.test.ts', 'bench/src/**/*.test.ts'],
+          exclude: ['**/*.int.test.ts', '**/node_modules/**'],
+        },
+      },
+      {
+        test: {
+          ...common,
+          name: 'int',
+          include: ['packages/*/src/**/*.int.test.ts', 'services/*/src/**/*.int.test.ts'],
+          globalSetup: ['packages/testkit/src/require-backends.ts'],
+        },
+      },
+      {
+        test: {
+          ...common,
+          name: 'e2e',
+          include: ['tests/**/*.test.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+          globalSetup: ['packages/testkit/src/require-backends.ts'],
+        },
+      },
+    ],
+  },
+});
