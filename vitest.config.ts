@@ -12,6 +12,8 @@ const common = {
 
 export default defineConfig({
   test: {
+    // In CI a JSON report lets .ci/run print the plain "N passed, N failed" line.
+    ...(process.env.CI === 'true' ? { reporters: ['default', 'json'], outputFile: { json: '.data/vitest-report.json' } } : {}),
     projects: [
       {
         test: {

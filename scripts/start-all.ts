@@ -1,0 +1,87 @@
+/**
+ * `npm start`: every service in one process. With DATABASE_URL and REDIS_URL
+ * unset this is the embedded default (PGlite on disk under DATA_DIR, in-process
+ * cache and bus); with them set, the same services use the real servers.
+ */
+import { resolve } from 'node:path';
+import { createLogger, EnvReader, GENERATED_SECRET_NAMES, loadOrCreateEmbeddedSecrets, readRedisSettings, runMain, type Env } from '@service-relay/core';
+import { createTenantEventBus } from '@service-relay/tenant-events';
+import * as registry from '@service-relay/tenant-registry';
+import * as verifier from '@service-relay/auth-verifier';
+import * as realtime from '@service-relay/realtime';
+import * as gateway from '@service-relay/edge-gateway';
+
+interface Running {
+  stop(): Promise<void>;
+}
+
+async function main(): Promise<Running> {
+  const env: Record<string, string | undefined> = { ...process.env };
+  const dataDir = resolve(env.DATA_DIR || './.data');
+  env.DATA_DIR = dataDir;
+
+  let secretsNote = 'from the environment';
+  if (GENERATED_SECRET_NAMES.some((n) => !env[n])) {
+    const secrets = loadOrCreateEmbeddedSecrets(dataDir);
+    for (const name of GENERATED_SECRET_NAMES) env[name] ||= secrets.values[name];
+    secretsNote = `${secrets.created ? 'generated into' : 'read from'} ${secrets.file}`;
+  }
+
+  const frozen: Env = Object.freeze({ ...env });
+  const reader = new EnvReader(frozen);
+  const logger = createLogger({ service: 'launcher', level: reader.logLevel() });
+  // One bus for every service in this process (in-process unless REDIS_URL is set).
+  const bus = createTenantEventBus(readRedisSettings(reader), logger);
+  const mode = { standalone: false };
+
+  // Configs first, so a bad variable stops the process before anything listens.
+  const configs = {
+    registry: registry.loadConfig(frozen, mode),
+    verifier: verifier.loadConfig(frozen, mode),
+    realtime: realtime.loadConfig(frozen, mode),
+    gateway: gateway.loadConfig(frozen, mode),
+  };
+
+  const started: Running[] = [];
+  const stopAll = async () => {
+    for (const s of started.reverse()) await s.stop().catch((err: unknown) => logger.error({ err }, 'stop failed'));
+    await bus.close();
+  };
+  try {
+    const reg = await registry.createServer(configs.registry, { bus });
+    await reg.start();
+    started.push(reg);
+    const ver = await verifier.createServer(configs.verifier, { bus });
+    await ver.start();
+    started.push(ver);
+    const rt = await realtime.createServer(configs.realtime, { bus });
+    await rt.start();
+    started.push(rt);
+    const gw = await gateway.createServer(configs.gateway, { bus });
+    await gw.start();
+    started.push(gw);
+
+    const storage = env.DATABASE_URL ? 'PostgreSQL from DATABASE_URL' : `embedded PostgreSQL in ${resolve(dataDir, 'pg')}`;
+    const busNote = env.REDIS_URL ? 'Redis from REDIS_URL' : 'in-process cache and bus';
+    process.stdout.write(
+      [
+        '',
+        `service-relay is running (${storage}; ${busNote})`,
+        `  edge-gateway     http://127.0.0.1:${gw.port}          REST API and host-sync fetch`,
+        `  realtime         ws://127.0.0.1:${rt.port}/ws         WebSocket (REST side for the gateway only)`,
+        `  tenant-registry  http://127.0.0.1:${reg.httpPort}          admin API; gRPC key API on 127.0.0.1:${reg.grpcPort}`,
+        `  auth-verifier    grpc 127.0.0.1:${ver.grpcPort}          health and metrics on http://127.0.0.1:${ver.httpPort}`,
+        `  admin token      ADMIN_TOKEN ${secretsNote}`,
+        '',
+        'Next: npm run admin -- create-tenant     (Ctrl-C stops everything)',
+        '',
+      ].join('\n'),
+    );
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+  return { stop: stopAll };
+}
+
+await runMain(main);

@@ -1,0 +1,80 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort, ManagedProcess, runCommand } from './support/processes';
+import { fetchSecret, me, signWithJose, type CreatedTenant } from './support/host';
+import { TestSocket } from './support/ws-client';
+
+// The README's first command: `npm start` on the embedded default (no
+// DATABASE_URL, no REDIS_URL, no secrets in the environment).
+describe('npm start on the embedded default', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'relay-embedded-'));
+  let env: Record<string, string>;
+  let proc: ManagedProcess | undefined;
+
+  afterAll(async () => {
+    await proc?.stop('SIGINT');
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const start = async () => {
+    proc = new ManagedProcess('npm start', 'npm', ['start'], env);
+    proc.start();
+    await proc.waitForOutput('service-relay is running', 60_000);
+  };
+
+  it('starts every service, prints where they listen and where the admin token is, and serves the whole flow', async () => {
+    env = {
+      DATA_DIR: dataDir,
+      GATEWAY_PORT: `${await freePort()}`,
+      REALTIME_PORT: `${await freePort()}`,
+      REGISTRY_HTTP_PORT: `${await freePort()}`,
+      REGISTRY_GRPC_PORT: `${await freePort()}`,
+      VERIFIER_GRPC_PORT: `${await freePort()}`,
+      VERIFIER_HTTP_PORT: `${await freePort()}`,
+    };
+    env.REGISTRY_URL = `http://127.0.0.1:${env.REGISTRY_HTTP_PORT}`;
+    env.REGISTRY_GRPC_ADDR = `127.0.0.1:${env.REGISTRY_GRPC_PORT}`;
+    env.VERIFIER_ADDR = `127.0.0.1:${env.VERIFIER_GRPC_PORT}`;
+    env.REALTIME_URL = `http://127.0.0.1:${env.REALTIME_PORT}`;
+    await start();
+    expect(proc!.logs).toContain(`http://127.0.0.1:${env.GATEWAY_PORT}`);
+    expect(proc!.logs).toContain(`ws://127.0.0.1:${env.REALTIME_PORT}/ws`);
+    expect(proc!.logs).toContain(join(dataDir, 'secrets.env'));
+    expect(statSync(join(dataDir, 'secrets.env')).mode & 0o777).toBe(0o600);
+
+    // The CLI finds the generated admin token through DATA_DIR.
+    const created = await runCommand('npm', ['run', '--silent', 'admin', '--', 'create-tenant'], { DATA_DIR: dataDir, REGISTRY_URL: env.REGISTRY_URL });
+    expect(created.code, created.stderr).toBe(0);
+    const tenant = JSON.parse(created.stdout) as CreatedTenant;
+    const gateway = `http://127.0.0.1:${env.GATEWAY_PORT}`;
+    const res = await fetchSecret(gateway, tenant.tenant_id, tenant.host_sync_client_id, tenant.host_sync_client_secret);
+    expect(res.status).toBe(200);
+    const secret = ((await res.json()) as { jwt_secret_primary: string }).jwt_secret_primary;
+    const token = await signWithJose(secret, tenant.tenant_id, randomUUID());
+    expect((await me(gateway, token)).status).toBe(200);
+
+    const sock = await TestSocket.open(`ws://127.0.0.1:${env.REALTIME_PORT}/ws`, token, true);
+    sock.send({ type: 'subscribe', topic: `tenants/${tenant.tenant_id}/channels/general` });
+    await sock.next((f) => f.type === 'subscribed');
+    const posted = await fetch(`${gateway}/api/v1/channels/general/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: '{"data":"hello"}',
+    });
+    expect(posted.status).toBe(201);
+    expect((await sock.next((f) => f.type === 'message')).data).toBe('hello');
+
+    // Ctrl-C: connections are closed as "going away" and the process exits cleanly.
+    expect(await proc!.stop('SIGINT')).toBe(0);
+    expect(await sock.closed()).toBe(1001);
+
+    // The tenant survives a restart on the same DATA_DIR.
+    await start();
+    const again = await fetchSecret(gateway, tenant.tenant_id, tenant.host_sync_client_id, tenant.host_sync_client_secret);
+    expect(again.status).toBe(200);
+    expect(((await again.json()) as { jwt_secret_primary: string }).jwt_secret_primary).toBe(secret);
+  });
+});

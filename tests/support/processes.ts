@@ -1,0 +1,135 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** A free loopback port (the kernel picks it; we release it for the child). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A child process whose output is kept, so tests can assert on logs. */
+export class ManagedProcess {
+  private child: ChildProcess | undefined;
+  private output = '';
+  private exitWaiters: Array<(code: number | null) => void> = [];
+  exitCode: number | null | undefined;
+
+  constructor(
+    readonly name: string,
+    private readonly command: string,
+    private readonly args: string[],
+    private readonly env: Record<string, string>,
+  ) {}
+
+  start(): void {
+    this.exitCode = undefined;
+    const child = spawn(this.command, this.args, {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...this.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
+    child.on('exit', (code) => {
+      this.exitCode = code;
+      for (const w of this.exitWaiters.splice(0)) w(code);
+    });
+    this.child = child;
+  }
+
+  get logs(): string {
+    return this.output;
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.exitCode === undefined;
+  }
+
+  /** Resolves when the output contains `text`; rejects if the process exits first. */
+  waitForOutput(text: string | RegExp, timeoutMs = 30_000): Promise<void> {
+    const has = () => (typeof text === 'string' ? this.output.includes(text) : text.test(this.output));
+    return new Promise((resolve, reject) => {
+      if (has()) return resolve();
+      const onData = () => {
+        if (has()) finish();
+      };
+      const timer = setTimeout(() => finish(new Error(`${this.name}: no "${String(text)}" within ${timeoutMs} ms\n${this.output.slice(-2000)}`)), timeoutMs);
+      const onExit = (code: number | null) => finish(new Error(`${this.name} exited (${code}) before "${String(text)}"\n${this.output.slice(-2000)}`));
+      const finish = (err?: Error) => {
+        clearTimeout(timer);
+        this.child?.stdout?.off('data', onData);
+        this.child?.stderr?.off('data', onData);
+        this.child?.off('exit', onExit);
+        if (err) reject(err);
+        else resolve();
+      };
+      this.child?.stdout?.on('data', onData);
+      this.child?.stderr?.on('data', onData);
+      this.child?.once('exit', onExit);
+    });
+  }
+
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 15_000): Promise<number | null> {
+    if (!this.running) return Promise.resolve(this.exitCode ?? null);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.child?.kill('SIGKILL'), timeoutMs);
+      this.exitWaiters.push((code) => {
+        clearTimeout(timer);
+        resolve(code);
+      });
+      this.child!.kill(signal);
+    });
+  }
+}
+
+/** Runs a command to completion and returns its exit code and output. */
+export function runCommand(command: string, args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${command} ${args.join(' ')} timed out\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Polls an HTTP endpoint until it answers 200 (a process has no other ready signal to await). */
+export async function waitForHttp(url: string, timeoutMs = 30_000, proc?: ManagedProcess): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let delay = 25;
+  for (;;) {
+    if (proc && !proc.running) throw new Error(`${proc.name} exited (${proc.exitCode})\n${proc.logs.slice(-3000)}`);
+    try {
+      const res = await fetch(url);
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${url} not ready within ${timeoutMs} ms${proc ? `\n${proc.logs.slice(-3000)}` : ''}`);
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, 250);
+  }
+}

@@ -1,0 +1,102 @@
+import { randomBytes } from 'node:crypto';
+import { createTestDatabase, TEST_REDIS_URL, uniqueRedisPrefix, type TestDatabase } from '@service-relay/testkit';
+import { freePort, ManagedProcess, runCommand, waitForHttp } from './processes';
+
+export interface Stack {
+  adminToken: string;
+  internalToken: string;
+  secretsKey: string;
+  gatewayUrl: string;
+  registryUrl: string;
+  /** ws://…/ws of each realtime instance. */
+  realtimeWs: string[];
+  processes: Record<string, ManagedProcess>;
+  /** Starts a stopped service again and waits until it is healthy. */
+  restart(name: string): Promise<void>;
+  /** Runs the admin CLI exactly as an operator would. */
+  admin(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  allLogs(): string;
+  stop(): Promise<void>;
+}
+
+const TSX = ['--import', 'tsx'];
+
+/**
+ * The distributed deployment on this machine: every service its own process,
+ * two auth-verifiers and two realtime instances, on a fresh PostgreSQL database
+ * and a Redis key prefix of their own.
+ */
+export async function startStack(): Promise<Stack> {
+  const db: TestDatabase = await createTestDatabase('e2e');
+  const adminToken = randomBytes(32).toString('base64url');
+  const internalToken = randomBytes(32).toString('base64url');
+  const secretsKey = randomBytes(32).toString('base64');
+  const ports = {
+    registryHttp: await freePort(),
+    registryGrpc: await freePort(),
+    verifierGrpc: [await freePort(), await freePort()],
+    verifierHttp: [await freePort(), await freePort()],
+    realtime: [await freePort(), await freePort()],
+    gateway: await freePort(),
+  };
+  const common = {
+    REDIS_URL: TEST_REDIS_URL,
+    REDIS_PREFIX: uniqueRedisPrefix('e2e'),
+    ADMIN_TOKEN: adminToken,
+    INTERNAL_TOKEN: internalToken,
+    SECRETS_KEY: secretsKey,
+    LOG_LEVEL: 'info',
+  };
+  const procs: Record<string, ManagedProcess> = {};
+  const health: Record<string, string> = {};
+  const add = (name: string, service: string, env: Record<string, string>, healthUrl: string) => {
+    procs[name] = new ManagedProcess(name, process.execPath, [...TSX, `services/${service}/src/main.ts`], { ...common, ...env });
+    health[name] = healthUrl;
+  };
+  add('registry', 'tenant-registry', { DATABASE_URL: db.url, REGISTRY_HTTP_PORT: `${ports.registryHttp}`, REGISTRY_GRPC_PORT: `${ports.registryGrpc}` }, `http://127.0.0.1:${ports.registryHttp}/healthz`);
+  for (const i of [0, 1]) {
+    add(`verifier${i + 1}`, 'auth-verifier', { VERIFIER_GRPC_PORT: `${ports.verifierGrpc[i]}`, VERIFIER_HTTP_PORT: `${ports.verifierHttp[i]}`, REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}` }, `http://127.0.0.1:${ports.verifierHttp[i]}/healthz`);
+  }
+  for (const i of [0, 1]) {
+    add(`realtime${i + 1}`, 'realtime', { REALTIME_PORT: `${ports.realtime[i]}`, VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[i]}` }, `http://127.0.0.1:${ports.realtime[i]}/healthz`);
+  }
+  add('gateway', 'edge-gateway', {
+    GATEWAY_PORT: `${ports.gateway}`,
+    VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[0]}`,
+    REGISTRY_URL: `http://127.0.0.1:${ports.registryHttp}`,
+    REALTIME_URL: `http://127.0.0.1:${ports.realtime[0]}`,
+  }, `http://127.0.0.1:${ports.gateway}/healthz`);
+
+  const startOne = async (name: string) => {
+    const p = procs[name]!;
+    p.start();
+    await waitForHttp(health[name]!, 30_000, p);
+  };
+  const stopAll = async () => {
+    await Promise.all(Object.values(procs).map((p) => p.stop()));
+    await db.drop();
+  };
+  try {
+    await startOne('registry');
+    await Promise.all(['verifier1', 'verifier2'].map(startOne));
+    await Promise.all(['realtime1', 'realtime2', 'gateway'].map(startOne));
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+
+  const registryUrl = `http://127.0.0.1:${ports.registryHttp}`;
+  return {
+    adminToken,
+    internalToken,
+    secretsKey,
+    gatewayUrl: `http://127.0.0.1:${ports.gateway}`,
+    registryUrl,
+    realtimeWs: ports.realtime.map((p) => `ws://127.0.0.1:${p}/ws`),
+    processes: procs,
+    restart: startOne,
+    admin: (...args: string[]) => runCommand(process.execPath, [...TSX, 'services/tenant-registry/src/cli/admin-cli.ts', ...args], { REGISTRY_URL: registryUrl, ADMIN_TOKEN: adminToken }),
+    allLogs: () => Object.values(procs).map((p) => p.logs).join('\n'),
+    stop: stopAll,
+  };
+}
