@@ -35,8 +35,8 @@ export class RedisTenantEventBus implements TenantEventBus {
   ) {
     this.eventsChannel = `${prefix}tenant-events`;
     this.ackChannel = `${prefix}tenant-events:ack`;
-    this.pub = createRedis(url, { connectionName: 'tenant-events-pub' });
-    this.sub = createRedis(url, { connectionName: 'tenant-events-sub', enableOfflineQueue: true, maxRetriesPerRequest: null });
+    this.pub = createRedis(url, { connectionName: `${prefix}events-pub` });
+    this.sub = createRedis(url, { connectionName: `${prefix}events-sub`, enableOfflineQueue: true, maxRetriesPerRequest: null });
     this.pub.on('error', () => {});
     this.sub.on('error', (err: Error) => this.logger.debug({ err: err.message }, 'tenant event bus connection error'));
     this.sub.on('close', () => {

@@ -1,0 +1,66 @@
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, EnvReader, loadOrCreateEmbeddedSecrets, parseEnvFile, readRedisSettings, requireRedisWhenAlone } from './config';
+
+const reader = (env: Record<string, string>) => new EnvReader(env);
+
+describe('EnvReader', () => {
+  it('names the variable in a one-line error', () => {
+    expect(() => reader({ GATEWAY_PORT: 'eighty' }).port('GATEWAY_PORT', 8080)).toThrow('configuration error: GATEWAY_PORT must be an integer, got "eighty"');
+    expect(() => reader({ GATEWAY_PORT: '70000' }).port('GATEWAY_PORT', 8080)).toThrow(/GATEWAY_PORT must be between 0 and 65535/);
+    expect(() => reader({}).credential('ADMIN_TOKEN')).toThrow(ConfigError);
+    expect(() => reader({ ADMIN_TOKEN: 'short' }).credential('ADMIN_TOKEN')).toThrow('configuration error: ADMIN_TOKEN must be at least 32 characters');
+  });
+
+  it('never echoes a credential it rejects', () => {
+    try {
+      reader({ ADMIN_TOKEN: 'secret-value' }).credential('ADMIN_TOKEN');
+      expect.unreachable();
+    } catch (err) {
+      expect((err as Error).message).not.toContain('secret-value');
+    }
+  });
+
+  it('reads defaults, integers, booleans and URLs', () => {
+    const r = reader({ A: '12', B: 'true', U: 'redis://127.0.0.1:6379' });
+    expect(r.int('A', 1, 0, 100)).toBe(12);
+    expect(r.int('MISSING', 7, 0, 100)).toBe(7);
+    expect(r.bool('B', false)).toBe(true);
+    expect(r.url('U', ['redis:'])).toBe('redis://127.0.0.1:6379');
+    expect(() => reader({ U: 'http://x' }).url('U', ['redis:'])).toThrow(/U must use redis:/);
+    expect(() => reader({ U: 'not a url' }).url('U', ['redis:'])).toThrow(/U is not a valid URL/);
+    expect(() => reader({ V: 'x:y' }).address('V', 'a:1')).toThrow(/V must be host:port/);
+  });
+
+  it('accepts a SECRETS_KEY of exactly 32 base64 bytes', () => {
+    const good = Buffer.alloc(32, 7).toString('base64');
+    expect(reader({ SECRETS_KEY: good }).secretsKey()).toHaveLength(32);
+    expect(() => reader({ SECRETS_KEY: Buffer.alloc(16).toString('base64') }).secretsKey()).toThrow(/SECRETS_KEY must be 32 bytes/);
+    expect(() => reader({}).secretsKey()).toThrow(/SECRETS_KEY is required/);
+  });
+
+  it('requires REDIS_URL for a service started alone', () => {
+    const settings = readRedisSettings(reader({}));
+    expect(settings).toEqual({ url: undefined, prefix: 'relay:' });
+    expect(() => requireRedisWhenAlone(settings, true)).toThrow(/REDIS_URL is required when a service runs alone/);
+    expect(() => requireRedisWhenAlone(settings, false)).not.toThrow();
+    expect(() => readRedisSettings(reader({ REDIS_PREFIX: 'bad prefix' }))).toThrow(/REDIS_PREFIX/);
+  });
+});
+
+describe('embedded secrets', () => {
+  it('are generated once, private to the owner, and reused', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relay-secrets-'));
+    const first = loadOrCreateEmbeddedSecrets(dir);
+    expect(first.created).toBe(true);
+    expect(statSync(first.file).mode & 0o777).toBe(0o600);
+    expect(first.values.ADMIN_TOKEN.length).toBeGreaterThanOrEqual(32);
+    expect(Buffer.from(first.values.SECRETS_KEY, 'base64')).toHaveLength(32);
+    const second = loadOrCreateEmbeddedSecrets(dir);
+    expect(second.created).toBe(false);
+    expect(second.values).toEqual(first.values);
+    expect(parseEnvFile(readFileSync(first.file, 'utf8'))).toEqual(first.values);
+  });
+});
