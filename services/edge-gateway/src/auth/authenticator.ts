@@ -1,0 +1,95 @@
+import { createHash } from 'node:crypto';
+import { RelayError, isRelayError, type Logger } from '@service-relay/core';
+import type { TenantEventBus } from '@service-relay/tenant-events';
+import type { VerifierClient, VerifyResult } from '@service-relay/verifier-client';
+import type { VerificationCache } from './verification-cache';
+
+/** Where the authenticator reports what it did (metrics); every hook is optional. */
+export interface AuthObserver {
+  cacheHit?(): void;
+  cacheMiss?(): void;
+  verified?(seconds: number, outcome: 'valid' | 'invalid' | 'unavailable'): void;
+}
+
+export interface AuthenticatorOptions {
+  verifier: VerifierClient;
+  cache: VerificationCache;
+  bus: TenantEventBus;
+  logger: Logger;
+  observer?: AuthObserver;
+}
+
+/**
+ * Judges a bearer token: from the cache when that is provably fresh, else by
+ * asking the verifier. Negative answers are never cached, so a token that
+ * becomes valid (a tenant enabled again) works on its next request and the
+ * cache cannot be filled by garbage tokens.
+ */
+export class Authenticator {
+  private readonly unsubscribe: Array<() => void> = [];
+  /** Checks in flight by token hash, so a burst of one token costs one verifier call. */
+  private readonly inFlight = new Map<string, { generation: number; result: Promise<VerifyResult> }>();
+
+  constructor(private readonly opts: AuthenticatorOptions) {
+    const { bus, cache, logger } = opts;
+    // The bus acknowledges an event only after this handler ran, so the admin
+    // call that published it returns after the tenant's entries are gone.
+    this.unsubscribe.push(bus.subscribe((e) => cache.dropTenant(e.tenant_id)));
+    this.unsubscribe.push(
+      bus.onReset(() => {
+        logger.warn('tenant event bus reset: dropping every cached verification');
+        cache.clear();
+      }),
+    );
+  }
+
+  /** Resolves with the verdict; rejects with RelayError('auth_unavailable') when nobody can decide. */
+  async authenticate(token: string): Promise<VerifyResult> {
+    const { cache, bus, observer } = this.opts;
+    const key = createHash('sha256').update(token).digest('base64');
+    // While the bus is down an event could be missed, so the cache proves nothing.
+    const trusted = cache.enabled && bus.isConnected();
+    if (trusted) {
+      const identity = cache.get(key);
+      if (identity) {
+        observer?.cacheHit?.();
+        return { valid: true, identity };
+      }
+      observer?.cacheMiss?.();
+    }
+    const generation = cache.generation;
+    // Join a check of the same token only if no tenant event came since it
+    // started: a request after a revocation must get a fresh answer.
+    const running = this.inFlight.get(key);
+    if (running && running.generation === generation) return running.result;
+    const result = this.verify(token, key, generation, trusted);
+    this.inFlight.set(key, { generation, result });
+    const forget = () => {
+      if (this.inFlight.get(key)?.result === result) this.inFlight.delete(key);
+    };
+    result.then(forget, forget);
+    return result;
+  }
+
+  private async verify(token: string, key: string, generation: number, trusted: boolean): Promise<VerifyResult> {
+    const { cache, bus, verifier, observer } = this.opts;
+    const started = performance.now();
+    let result: VerifyResult;
+    try {
+      result = await verifier.verify(token);
+    } catch (err) {
+      observer?.verified?.((performance.now() - started) / 1000, 'unavailable');
+      if (isRelayError(err) && err.code === 'auth_unavailable') throw err;
+      throw new RelayError('auth_unavailable', 'verifier call failed', { cause: err });
+    }
+    observer?.verified?.((performance.now() - started) / 1000, result.valid ? 'valid' : 'invalid');
+    // Stored only if no tenant event arrived while the call was in flight
+    // (the generation check) and the bus is still up.
+    if (result.valid && trusted && bus.isConnected()) cache.set(key, result.identity, generation);
+    return result;
+  }
+
+  close(): void {
+    for (const u of this.unsubscribe.splice(0)) u();
+  }
+}

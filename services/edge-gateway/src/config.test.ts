@@ -1,0 +1,50 @@
+import { ConfigError } from '@service-relay/core';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './config';
+
+const base = { INTERNAL_TOKEN: 'i'.repeat(32) };
+
+describe('loadConfig', () => {
+  it('has the documented defaults and is frozen', () => {
+    const c = loadConfig(base);
+    expect(c).toMatchObject({
+      port: 8080,
+      verifierAddr: '127.0.0.1:50051',
+      registryUrl: 'http://127.0.0.1:8082',
+      realtimeUrl: 'http://127.0.0.1:8081',
+      hostFetchRateLimit: 60,
+      corsOrigins: [],
+      upstreamTimeoutMs: 10_000,
+      verifyDeadlineMs: 2000,
+      authCacheTtlS: 30,
+      trustProxy: false,
+      redis: { url: undefined, prefix: 'relay:' },
+    });
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(c).not.toHaveProperty('authenticate');
+  });
+
+  it('parses CORS origins and trusted proxies', () => {
+    expect(loadConfig({ ...base, CORS_ORIGINS: 'https://a.example, http://localhost:3000' }).corsOrigins).toEqual(['https://a.example', 'http://localhost:3000']);
+    expect(loadConfig({ ...base, CORS_ORIGINS: '*' }).corsOrigins).toBe('*');
+    expect(loadConfig({ ...base, TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+  });
+
+  it.each([
+    [{ INTERNAL_TOKEN: 'short' }, 'INTERNAL_TOKEN'],
+    [{ ...base, GATEWAY_PORT: 'x' }, 'GATEWAY_PORT'],
+    [{ ...base, REALTIME_URL: 'ftp://x' }, 'REALTIME_URL'],
+    [{ ...base, VERIFIER_ADDR: 'nohost' }, 'VERIFIER_ADDR'],
+    [{ ...base, HOST_FETCH_RATE_LIMIT: '0' }, 'HOST_FETCH_RATE_LIMIT'],
+    [{ ...base, CORS_ORIGINS: 'https://a.example/path' }, 'CORS_ORIGINS'],
+    [{ ...base, TRUST_PROXY: 'maybe' }, 'TRUST_PROXY'],
+  ])('names the bad variable (%o)', (env, variable) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(expect.objectContaining({ variable }));
+  });
+
+  it('requires REDIS_URL when started alone', () => {
+    expect(() => loadConfig(base, { standalone: true })).toThrow(expect.objectContaining({ variable: 'REDIS_URL' }));
+    expect(loadConfig({ ...base, REDIS_URL: 'redis://127.0.0.1:6379' }, { standalone: true }).redis.url).toBe('redis://127.0.0.1:6379');
+  });
+});

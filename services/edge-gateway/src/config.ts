@@ -1,0 +1,74 @@
+import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type RedisSettings } from '@service-relay/core';
+
+export interface GatewayConfig {
+  port: number;
+  verifierAddr: string;
+  registryUrl: string;
+  realtimeUrl: string;
+  internalToken: string;
+  redis: RedisSettings;
+  /** Host-sync fetches per minute per client address and tenant id. */
+  hostFetchRateLimit: number;
+  /** Allowed browser origins; `'*'` allows any. Empty: no CORS headers at all. */
+  corsOrigins: readonly string[] | '*';
+  upstreamTimeoutMs: number;
+  verifyDeadlineMs: number;
+  /** 0 turns the verification cache off (every request asks the verifier). */
+  authCacheTtlS: number;
+  /** Take the client address from X-Forwarded-For (last hop) instead of the socket. */
+  trustProxy: boolean;
+  logLevel: string;
+}
+
+export interface LoadOptions {
+  /** Started alone (not by the all-in-one launcher): REDIS_URL is then required. */
+  standalone?: boolean;
+}
+
+/**
+ * Reads the gateway's configuration once. There is deliberately no switch
+ * that turns authentication off: only tests and the bench build an app
+ * without it, through createApp().
+ */
+export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): GatewayConfig {
+  const r = new EnvReader(env);
+  const redis = readRedisSettings(r);
+  requireRedisWhenAlone(redis, opts.standalone ?? false);
+  const config: GatewayConfig = {
+    port: r.port('GATEWAY_PORT', DEFAULT_PORTS.GATEWAY_PORT),
+    verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),
+    registryUrl: stripSlash(r.url('REGISTRY_URL', ['http:', 'https:'], `http://127.0.0.1:${DEFAULT_PORTS.REGISTRY_HTTP_PORT}`)),
+    realtimeUrl: stripSlash(r.url('REALTIME_URL', ['http:', 'https:'], `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`)),
+    internalToken: r.credential('INTERNAL_TOKEN'),
+    redis,
+    hostFetchRateLimit: r.int('HOST_FETCH_RATE_LIMIT', 60, 1, 1_000_000),
+    corsOrigins: parseOrigins(r.optional('CORS_ORIGINS')),
+    upstreamTimeoutMs: r.int('UPSTREAM_TIMEOUT_MS', 10_000, 100, 600_000),
+    verifyDeadlineMs: r.int('VERIFY_DEADLINE_MS', 2000, 10, 60_000),
+    authCacheTtlS: r.int('AUTH_CACHE_TTL_S', 30, 0, 3600),
+    trustProxy: r.bool('TRUST_PROXY', false),
+    logLevel: r.logLevel(),
+  };
+  return Object.freeze(config);
+}
+
+function stripSlash(url: string): string {
+  return url.replace(/\/+$/, '');
+}
+
+function parseOrigins(raw: string | undefined): readonly string[] | '*' {
+  if (raw === undefined) return Object.freeze([]);
+  const items = raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  if (items.includes('*')) return '*';
+  for (const origin of items) {
+    let u: URL;
+    try {
+      u = new URL(origin);
+    } catch {
+      throw new ConfigError('CORS_ORIGINS', `has an invalid origin ${JSON.stringify(origin)}`);
+    }
+    // Browsers send the bare origin (scheme://host[:port]); anything longer could never match.
+    if (u.origin !== origin) throw new ConfigError('CORS_ORIGINS', `entries must be bare origins like https://app.example.com, got ${JSON.stringify(origin)}`);
+  }
+  return Object.freeze(items);
+}

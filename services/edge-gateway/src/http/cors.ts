@@ -1,0 +1,32 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+const ALLOW_METHODS = 'GET, POST, OPTIONS';
+const ALLOW_HEADERS = 'Authorization, Content-Type, X-Request-Id';
+const EXPOSE_HEADERS = 'X-Request-Id, Retry-After, WWW-Authenticate';
+
+/**
+ * CORS for browser REST clients. The allowed origin is echoed (never `*`):
+ * `Authorization` must be listed explicitly anyway, and echoing keeps caches
+ * honest with `Vary: Origin`. Returns true when it answered a preflight.
+ */
+export function applyCors(req: IncomingMessage, res: ServerResponse, allowed: readonly string[] | '*'): boolean {
+  const origin = req.headers.origin;
+  const isPreflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
+  if (allowed !== '*' && allowed.length === 0) return false;
+  res.setHeader('vary', 'Origin');
+  const ok = origin !== undefined && (allowed === '*' || allowed.includes(origin));
+  if (ok) {
+    res.setHeader('access-control-allow-origin', origin);
+    res.setHeader('access-control-expose-headers', EXPOSE_HEADERS);
+  }
+  if (!isPreflight) return false;
+  // A disallowed origin gets a plain 204 without allow headers: the browser then refuses.
+  if (ok) {
+    res.setHeader('access-control-allow-methods', ALLOW_METHODS);
+    res.setHeader('access-control-allow-headers', ALLOW_HEADERS);
+    res.setHeader('access-control-max-age', '600');
+  }
+  res.writeHead(204, { 'content-length': '0' });
+  res.end();
+  return true;
+}

@@ -1,0 +1,138 @@
+import type { ServerResponse } from 'node:http';
+import { fakeIdentity } from '@service-relay/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGatewayHarness, type GatewayHarness } from '../testing/gateway-harness';
+import { streamUpload } from '../testing/raw-request';
+import { echoHandler, startStubUpstream } from '../testing/stub-upstream';
+import { MAX_API_BODY_BYTES } from './body-limit';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+describe('edge-gateway: forwarding, limits and errors', () => {
+  let h: GatewayHarness;
+  const held: ServerResponse[] = [];
+  beforeAll(async () => {
+    h = await startGatewayHarness({ env: { UPSTREAM_TIMEOUT_MS: '1000', CORS_ORIGINS: 'https://app.example' } });
+    h.verifier.allow('tok', fakeIdentity());
+  });
+  afterAll(async () => {
+    for (const r of held) r.end();
+    await h.stop();
+  });
+  const auth = { authorization: 'Bearer tok' };
+
+  it('forwards the body, a chunked one as one sized body', async () => {
+    const data = JSON.stringify({ data: { hello: 'world' } });
+    const res = await fetch(`${h.url}/api/v1/channels/c1/messages`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: data });
+    expect(res.status).toBe(200);
+    const seen = h.realtime.requests.at(-1)!;
+    expect(seen.method).toBe('POST');
+    expect(seen.body.toString()).toBe(data);
+
+    const ok = await streamUpload(`${h.url}/api/v1/channels/c1/messages`, 64 * 1024, { headers: auth });
+    expect(ok.status).toBe(200);
+    expect(h.realtime.requests.at(-1)!.headers['content-length']).toBe(String(64 * 1024));
+    expect(h.realtime.requests.at(-1)!.headers['transfer-encoding']).toBeUndefined();
+  });
+
+  it('refuses a declared oversize body at once, before reading it or checking the token', async () => {
+    const res = await streamUpload(`${h.url}/api/v1/channels/c1/messages`, 50 * 1024 * 1024, { contentLength: true });
+    expect(res.status).toBe(413);
+    expect(res.body).toBe('{"errors":["payload_too_large"]}');
+    expect(res.sent).toBe(0);
+  });
+
+  it('cuts a 50 MB chunked body at the limit without memory growing by its size', async () => {
+    const count = h.realtime.requests.length;
+    const base = process.memoryUsage();
+    let peakRss = base.rss;
+    let peakBuffers = base.arrayBuffers;
+    const sampler = setInterval(() => {
+      const m = process.memoryUsage();
+      peakRss = Math.max(peakRss, m.rss);
+      peakBuffers = Math.max(peakBuffers, m.arrayBuffers);
+    }, 1);
+    const res = await streamUpload(`${h.url}/api/v1/channels/c1/messages`, 50 * 1024 * 1024, { headers: auth });
+    clearInterval(sampler);
+    expect(res.status).toBe(413);
+    expect(res.body).toBe('{"errors":["payload_too_large"]}');
+    // The gateway stopped reading near the limit and closed; the client could not send it all.
+    expect(res.sent).toBeLessThan(50 * 1024 * 1024);
+    expect(peakBuffers - base.arrayBuffers).toBeLessThan(10 * 1024 * 1024);
+    expect(peakRss - base.rss).toBeLessThan(20 * 1024 * 1024);
+    expect(h.realtime.requests.length).toBe(count);
+    expect(MAX_API_BODY_BYTES).toBe(65_536 + 4096);
+  });
+
+  it('answers 504 upstream_timeout when the upstream does not answer in time', async () => {
+    h.realtime.handler = (_req, res) => void held.push(res);
+    const res = await fetch(`${h.url}/api/v1/me`, { headers: auth });
+    h.realtime.handler = echoHandler;
+    expect(res.status).toBe(504);
+    expect(await res.text()).toBe('{"errors":["upstream_timeout"]}');
+  });
+
+  it('answers 502 upstream_unavailable when the upstream refuses connections', async () => {
+    const gone = await startStubUpstream();
+    await gone.close();
+    const g = await startGatewayHarness({ verifier: h.verifier, registry: h.registry, env: { REALTIME_URL: gone.url } });
+    try {
+      const res = await fetch(`${g.url}/api/v1/me`, { headers: auth });
+      expect(res.status).toBe(502);
+      expect(await res.text()).toBe('{"errors":["upstream_unavailable"]}');
+      const ready = await fetch(`${g.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toMatchObject({ checks: { verifier: true, registry: true, realtime: false } });
+    } finally {
+      await g.stop();
+    }
+  });
+
+  it('answers 404 not_found for unknown paths, 405 for a GET on the fetch path', async () => {
+    for (const path of ['/', '/api/v2/me', '/api/host/tenants/x/other']) {
+      const res = await fetch(`${h.url}${path}`);
+      expect(res.status, path).toBe(404);
+      expect(await res.text()).toBe('{"errors":["not_found"]}');
+    }
+    const res = await fetch(`${h.url}/api/host/tenants/x/jwt_secret/fetch`);
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('POST');
+  });
+
+  it('keeps a plain X-Request-Id and replaces an unsafe one, on every response', async () => {
+    expect((await fetch(`${h.url}/nope`, { headers: { 'x-request-id': 'abc-1.2:3_4' } })).headers.get('x-request-id')).toBe('abc-1.2:3_4');
+    for (const bad of ['has space', 'x'.repeat(200), 'quote"']) {
+      const res = await fetch(`${h.url}/api/v1/me`, { headers: { 'x-request-id': bad } });
+      expect(res.status).toBe(401);
+      expect(res.headers.get('x-request-id')).toMatch(UUID);
+    }
+  });
+
+  it('answers CORS preflights for configured origins only', async () => {
+    const preflight = (origin: string) =>
+      fetch(`${h.url}/api/v1/me`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' } });
+    const ok = await preflight('https://app.example');
+    expect(ok.status).toBe(204);
+    expect(ok.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    expect(ok.headers.get('access-control-allow-headers')).toMatch(/Authorization/);
+    expect(ok.headers.get('access-control-allow-methods')).toMatch(/POST/);
+    const denied = await preflight('https://evil.example');
+    expect(denied.headers.get('access-control-allow-origin')).toBeNull();
+    const simple = await fetch(`${h.url}/api/v1/me`, { headers: { ...auth, origin: 'https://app.example' } });
+    expect(simple.status).toBe(200);
+    expect(simple.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    expect(simple.headers.get('access-control-expose-headers')).toMatch(/X-Request-Id/);
+  });
+
+  it('serves /healthz, /readyz and /metrics', async () => {
+    expect((await fetch(`${h.url}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${h.url}/readyz`);
+    expect(await ready.json()).toEqual({ status: 'ready', checks: { verifier: true, registry: true, realtime: true } });
+    const text = await (await fetch(`${h.url}/metrics`)).text();
+    expect(text).toMatch(/gateway_http_requests_total\{route="api_v1",status="200"/);
+    expect(text).toMatch(/gateway_http_requests_total\{route="api_v1",status="413"/);
+    expect(text).toMatch(/gateway_auth_cache_hits_total\{[^}]*\} [1-9]/);
+    expect(text).toMatch(/gateway_auth_cache_misses_total/);
+    expect(text).toMatch(/gateway_auth_verify_seconds_bucket\{[^}]*outcome="valid"/);
+  });
+});

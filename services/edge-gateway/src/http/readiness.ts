@@ -1,0 +1,23 @@
+import type { ReadinessCheck } from '@service-relay/core';
+import type { VerifierClient } from '@service-relay/verifier-client';
+
+/** Ready when the verifier channel connects and both upstreams answer their /healthz. */
+export function gatewayReadiness(verifier: VerifierClient, upstreams: Record<string, string>): ReadinessCheck {
+  return async () => {
+    const names = Object.keys(upstreams);
+    const [verifierOk, ...upstreamOk] = await Promise.all([verifier.ready(), ...names.map((n) => reachable(`${upstreams[n]}/healthz`))]);
+    const checks: Record<string, boolean> = { verifier: verifierOk };
+    names.forEach((n, i) => (checks[n] = upstreamOk[i]!));
+    return checks;
+  };
+}
+
+async function reachable(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+    await res.body?.cancel();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { redactUrl, type Logger } from '@service-relay/core';
+import type { GatewayMetrics, RouteLabel } from './gateway-metrics';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Per-request facts the handlers fill in and the access log reads. */
+export interface RequestContext {
+  requestId: string;
+  clientAddress: string;
+  route: RouteLabel;
+  tenantId?: string;
+  started: number;
+}
+
+const contexts = new WeakMap<IncomingMessage, RequestContext>();
+
+export function contextOf(req: IncomingMessage): RequestContext {
+  const ctx = contexts.get(req);
+  if (!ctx) throw new Error('request context missing: beginRequest() must run first');
+  return ctx;
+}
+
+/**
+ * Starts a request: a client X-Request-Id is kept when it is short and plain
+ * (it ends up in logs and upstream headers), otherwise one is generated; it is
+ * returned on every response. One JSON access line per request, at close.
+ */
+export function beginRequest(req: IncomingMessage, res: ServerResponse, opts: { logger: Logger; metrics: GatewayMetrics; trustProxy: boolean }): RequestContext {
+  const given = req.headers['x-request-id'];
+  const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+  const ctx: RequestContext = { requestId, clientAddress: clientAddress(req, opts.trustProxy), route: 'not_found', started: performance.now() };
+  contexts.set(req, ctx);
+  res.setHeader('x-request-id', requestId);
+  res.once('close', () => {
+    const status = res.headersSent ? res.statusCode : 0;
+    opts.metrics.request(ctx.route, status);
+    const line = {
+      request_id: requestId,
+      method: req.method,
+      path: redactUrl(req.url ?? ''),
+      route: ctx.route,
+      status,
+      duration_ms: Math.round((performance.now() - ctx.started) * 100) / 100,
+      client: ctx.clientAddress,
+      tenant_id: ctx.tenantId,
+      completed: res.writableFinished,
+    };
+    // Health probes every few seconds would drown the log at info.
+    if (ctx.route === 'ops') opts.logger.debug(line, 'request');
+    else opts.logger.info(line, 'request');
+  });
+  return ctx;
+}
+
+/**
+ * The socket peer, or with TRUST_PROXY the last X-Forwarded-For hop: the one
+ * our own proxy appended. Earlier entries are whatever the client wrote.
+ */
+function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
+  if (trustProxy) {
+    const xff = req.headers['x-forwarded-for'];
+    const list = (Array.isArray(xff) ? xff.join(',') : (xff ?? '')).split(',');
+    const last = list[list.length - 1]?.trim();
+    if (last) return last;
+  }
+  return req.socket.remoteAddress ?? 'unknown';
+}

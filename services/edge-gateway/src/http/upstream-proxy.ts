@@ -1,0 +1,127 @@
+import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '@service-relay/core';
+import { createProxyMiddleware } from 'http-proxy-middleware';
+import type { GatewayMetrics } from './gateway-metrics';
+import { sendError } from './send-error';
+
+export interface UpstreamProxyOptions {
+  /** Label for logs and metrics. */
+  name: string;
+  target: string;
+  agent: Agent;
+  timeoutMs: number;
+  /** Drop the client's Authorization (the bearer token must not reach realtime; the registry needs Basic). */
+  stripAuthorization: boolean;
+  logger: Logger;
+  metrics: GatewayMetrics;
+}
+
+export type ForwardFn = (req: IncomingMessage, res: ServerResponse, body: Buffer, headers: Record<string, string>) => void;
+
+interface InFlight {
+  body: Buffer;
+  timer: NodeJS.Timeout;
+  timedOut: boolean;
+  proxyReq?: ClientRequest;
+}
+
+/**
+ * Forwards an already-read body to one upstream through http-proxy-middleware
+ * with a keep-alive agent. The default plugins are ejected: their error page
+ * is HTML-ish text and their logger writes a line per request.
+ */
+export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
+  const inFlight = new WeakMap<IncomingMessage, InFlight>();
+  const middleware = createProxyMiddleware<IncomingMessage, ServerResponse>({
+    target: opts.target,
+    agent: opts.agent,
+    changeOrigin: true,
+    ejectPlugins: true,
+    plugins: [
+      (proxy) => {
+        proxy.on('proxyReq', (proxyReq, req) => {
+          const state = inFlight.get(req);
+          if (!state) return;
+          if (state.timedOut) {
+            proxyReq.destroy();
+            return;
+          }
+          state.proxyReq = proxyReq;
+          // The incoming stream is already consumed, so http-proxy's pipe only ends
+          // proxyReq; the buffered body goes first (headers are still unsent here).
+          if (state.body.length > 0) proxyReq.write(state.body);
+        });
+        proxy.on('proxyRes', (proxyRes, req, res) => {
+          const state = inFlight.get(req);
+          if (state) clearTimeout(state.timer);
+          // The id we logged wins over whatever the upstream echoes.
+          const id = res.getHeader('x-request-id');
+          if (typeof id === 'string') proxyRes.headers['x-request-id'] = id;
+          res.once('close', () => {
+            if (!res.writableFinished) proxyRes.destroy();
+          });
+        });
+        proxy.on('error', (err: NodeJS.ErrnoException, req, res) => {
+          const state = inFlight.get(req);
+          if (state) clearTimeout(state.timer);
+          if (state?.timedOut || !isResponse(res)) return;
+          // Refused, reset, unresolvable: the upstream is not there (502). A
+          // connect timeout is the one socket error that means "too slow" (504).
+          const kind = err.code === 'ETIMEDOUT' ? 'timeout' : 'unavailable';
+          opts.metrics.upstreamError(opts.name, kind);
+          opts.logger.warn({ upstream: opts.name, code: err.code ?? err.message }, 'upstream request failed');
+          sendError(req, res, kind === 'timeout' ? 'upstream_timeout' : 'upstream_unavailable');
+        });
+        proxy.on('econnreset', () => {});
+      },
+    ],
+  });
+
+  return (req, res, body, headers) => {
+    rewriteHeaders(req, body, headers, opts.stripAuthorization);
+    const state: InFlight = {
+      body,
+      timedOut: false,
+      timer: setTimeout(() => {
+        state.timedOut = true;
+        opts.metrics.upstreamError(opts.name, 'timeout');
+        opts.logger.warn({ upstream: opts.name, timeout_ms: opts.timeoutMs }, 'upstream did not answer in time');
+        state.proxyReq?.destroy();
+        sendError(req, res, 'upstream_timeout');
+      }, opts.timeoutMs),
+    };
+    inFlight.set(req, state);
+    res.once('close', () => clearTimeout(state.timer));
+    void middleware(req, res, (err?: unknown) => {
+      clearTimeout(state.timer);
+      opts.logger.error({ err }, 'proxy middleware failed');
+      sendError(req, res, 'internal');
+    });
+  };
+}
+
+/**
+ * Identity comes only from the gateway: every client-sent x-relay-* and
+ * x-internal-token header is removed before ours are added. Done on
+ * req.headers (which http-proxy copies) rather than in a proxyReq hook,
+ * because http-proxy skips that hook for requests carrying `Expect`.
+ */
+function rewriteHeaders(req: IncomingMessage, body: Buffer, add: Record<string, string>, stripAuthorization: boolean): void {
+  const h = req.headers;
+  for (const name of Object.keys(h)) {
+    if (name.startsWith('x-relay-') || name === 'x-internal-token') delete h[name];
+  }
+  if (stripAuthorization) delete h.authorization;
+  // The body was read here already: no 100-continue dance upstream, and a
+  // chunked upload goes on as one sized body.
+  delete h.expect;
+  if (h['transfer-encoding'] !== undefined || h['content-length'] !== undefined) {
+    delete h['transfer-encoding'];
+    h['content-length'] = String(body.length);
+  }
+  Object.assign(h, add);
+}
+
+function isResponse(res: unknown): res is ServerResponse {
+  return typeof (res as ServerResponse | undefined)?.writeHead === 'function';
+}

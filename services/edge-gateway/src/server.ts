@@ -1,0 +1,85 @@
+import { createServer as createHttpServer, Agent } from 'node:http';
+import { closeServer, createLogger, createRedis, listen, systemClock, withTimeout, type Clock, type Logger, type Redis } from '@service-relay/core';
+import { createTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
+import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
+import { Authenticator } from './auth/authenticator';
+import { VerificationCache } from './auth/verification-cache';
+import type { GatewayConfig } from './config';
+import { createApp } from './http/create-app';
+import { createGatewayMetrics } from './http/gateway-metrics';
+import { gatewayReadiness } from './http/readiness';
+import { createRateLimiter } from './rate-limit/rate-limiter';
+
+export interface GatewayDeps {
+  /** The launcher's shared bus; the gateway then leaves closing it to the launcher. */
+  bus?: TenantEventBus;
+  logger?: Logger;
+  verifier?: VerifierClient;
+  clock?: Clock;
+}
+
+export interface GatewayServer {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** The bound port (after start()). */
+  readonly port: number;
+}
+
+/** Bounds the verification cache; at ~300 bytes an entry this is a few tens of MB at most. */
+const AUTH_CACHE_MAX_ENTRIES = 100_000;
+const HOST_FETCH_WINDOW_MS = 60_000;
+
+export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): GatewayServer {
+  const logger = deps.logger ?? createLogger({ service: 'edge-gateway', level: config.logLevel });
+  const clock = deps.clock ?? systemClock;
+  const bus = deps.bus ?? createTenantEventBus(config.redis, logger);
+  const verifier = deps.verifier ?? createVerifierClient({ address: config.verifierAddr, deadlineMs: config.verifyDeadlineMs, logger });
+  const redis: Redis | undefined = config.redis.url
+    ? // A slow Redis must not hold host fetches: past the deadline the in-process limiter decides.
+      createRedis(config.redis.url, { connectionName: 'gateway-rate-limit', commandTimeout: 500 })
+    : undefined;
+  redis?.on('error', (err: Error) => logger.debug({ err: err.message }, 'rate limiter redis error'));
+
+  const metrics = createGatewayMetrics();
+  const cache = new VerificationCache({ ttlMs: config.authCacheTtlS * 1000, maxEntries: AUTH_CACHE_MAX_ENTRIES, clock });
+  const authenticator = new Authenticator({ verifier, cache, bus, logger, observer: metrics.auth });
+  const rateLimiter = createRateLimiter({ limit: config.hostFetchRateLimit, windowMs: HOST_FETCH_WINDOW_MS, clock, logger, redis, prefix: config.redis.prefix });
+  // Keep-alive to the upstreams roughly doubles throughput; maxSockets stays
+  // unbounded because upstream-proxy writes the buffered body as soon as the
+  // socket is assigned, which must happen before the request is ended.
+  const agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 256 });
+  const app = createApp({
+    config,
+    logger,
+    metrics,
+    rateLimiter,
+    agent,
+    authenticator,
+    readiness: gatewayReadiness(verifier, { registry: config.registryUrl, realtime: config.realtimeUrl }),
+  });
+  const server = createHttpServer(app);
+  let port = 0;
+
+  return {
+    get port() {
+      return port;
+    },
+    async start() {
+      // Not fatal: until the bus is subscribed the cache is simply not trusted.
+      await withTimeout(bus.ready(), 3000).catch(() => logger.warn('tenant event bus not ready at start; verifying every token until it is'));
+      // Connect the verifier channel now so the first request does not pay for it
+      // (and cannot miss its deadline doing so); not fatal, checks fail closed until it is up.
+      if (!(await verifier.ready())) logger.warn({ verifier: config.verifierAddr }, 'verifier not reachable at start');
+      port = await listen(server, config.port);
+      logger.info({ port, verifier: config.verifierAddr, registry: config.registryUrl, realtime: config.realtimeUrl }, 'edge-gateway listening');
+    },
+    async stop() {
+      await closeServer(server);
+      agent.destroy();
+      authenticator.close();
+      if (!deps.verifier) verifier.close();
+      if (!deps.bus) await bus.close();
+      redis?.disconnect();
+    },
+  };
+}
