@@ -1,1 +1,3 @@
 export * from './backends';
+export * from './token-forge';
+export * from './fake-verifier';

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '@service-relay/core';
+import { loadConfig } from './config';
+
+const base = { INTERNAL_TOKEN: 'x'.repeat(32) };
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    expect(loadConfig(base, { standalone: false })).toEqual({
+      port: 8081,
+      verifierAddr: '127.0.0.1:50051',
+      internalToken: base.INTERNAL_TOKEN,
+      redis: { url: undefined, prefix: 'relay:' },
+      verifyDeadlineMs: 2000,
+      historyMaxMessages: 1000,
+      historyTtlS: 86_400,
+      maxSubscriptions: 100,
+      maxFrameBytes: 131_072,
+      maxBufferedBytes: 4_194_304,
+      logLevel: 'info',
+    });
+  });
+
+  it.each([
+    [{ INTERNAL_TOKEN: undefined }, 'INTERNAL_TOKEN'],
+    [{ INTERNAL_TOKEN: 'short' }, 'INTERNAL_TOKEN'],
+    [{ REALTIME_PORT: 'http' }, 'REALTIME_PORT'],
+    [{ VERIFIER_ADDR: 'nohost' }, 'VERIFIER_ADDR'],
+    [{ MAX_SUBSCRIPTIONS: '0' }, 'MAX_SUBSCRIPTIONS'],
+    [{ MAX_FRAME_BYTES: '1024' }, 'MAX_FRAME_BYTES'],
+    [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
+  ])('names the bad variable (%o)', (env, variable) => {
+    expect(() => loadConfig({ ...base, ...env }, { standalone: false })).toThrow(expect.objectContaining({ variable }) as ConfigError);
+  });
+
+  it('requires REDIS_URL when running alone', () => {
+    expect(() => loadConfig(base, { standalone: true })).toThrow(ConfigError);
+    expect(loadConfig({ ...base, REDIS_URL: 'redis://127.0.0.1:6379' }, { standalone: true }).redis.url).toBe('redis://127.0.0.1:6379');
+  });
+});

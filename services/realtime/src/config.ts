@@ -1,0 +1,41 @@
+import { DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type RedisSettings } from '@service-relay/core';
+
+export interface RealtimeConfig {
+  port: number;
+  verifierAddr: string;
+  internalToken: string;
+  redis: RedisSettings;
+  verifyDeadlineMs: number;
+  historyMaxMessages: number;
+  historyTtlS: number;
+  maxSubscriptions: number;
+  maxFrameBytes: number;
+  maxBufferedBytes: number;
+  logLevel: string;
+}
+
+/** Reads every variable realtime uses (ARCHITECTURE.md "Configuration decisions"); a bad one throws ConfigError. */
+export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<RealtimeConfig> {
+  const r = new EnvReader(env);
+  const redis = readRedisSettings(r);
+  requireRedisWhenAlone(redis, opts.standalone);
+  return Object.freeze({
+    port: r.port('REALTIME_PORT', DEFAULT_PORTS.REALTIME_PORT),
+    verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),
+    internalToken: r.credential('INTERNAL_TOKEN'),
+    redis: Object.freeze(redis),
+    verifyDeadlineMs: r.int('VERIFY_DEADLINE_MS', 2000, 10, 60_000),
+    historyMaxMessages: r.int('HISTORY_MAX_MESSAGES', 1000, 1, 10_000_000),
+    historyTtlS: r.int('HISTORY_TTL_S', 86_400, 1, 365 * 86_400),
+    maxSubscriptions: r.int('MAX_SUBSCRIPTIONS', 100, 1, 100_000),
+    // The data limit is 64 KiB; a frame must be able to carry that plus its envelope.
+    maxFrameBytes: r.int('MAX_FRAME_BYTES', 131_072, 70_000, 64 * 1024 * 1024),
+    maxBufferedBytes: r.int('MAX_BUFFERED_BYTES', 4_194_304, 65_536, 1024 * 1024 * 1024),
+    logLevel: r.logLevel(),
+  });
+}
+
+/** The process environment, read here so nothing else touches it. */
+export function loadConfigFromProcess(opts: { standalone: boolean }): Readonly<RealtimeConfig> {
+  return loadConfig(process.env, opts);
+}

@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeVerifier } from '@service-relay/testkit';
+import { gatewayHeaders, issueToken, startRealtime, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
+import { WsTestClient } from '../test-support/ws-test-client';
+
+describe('REST side (behind the gateway)', () => {
+  const verifier = new FakeVerifier();
+  let rt: RealtimeInstance;
+  const { identity } = issueToken(verifier);
+  const headers = gatewayHeaders(identity);
+  const api = (path: string, init: RequestInit = {}) => fetch(`${rt.http}${path}`, { ...init, headers: { ...headers, ...(init.headers as Record<string, string>) } });
+  const post = (path: string, body: string) => api(path, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+
+  beforeAll(async () => {
+    await verifier.start();
+    rt = await startRealtime({ verifier });
+  });
+  afterAll(async () => {
+    await rt.stop();
+    await verifier.stop();
+  });
+
+  it('refuses any request without the internal token or identity headers', async () => {
+    const { 'x-internal-token': _t, ...noToken } = headers;
+    const { 'x-relay-tenant-id': _i, ...noTenant } = headers;
+    for (const h of [{}, noToken, { ...headers, 'x-internal-token': 'wrong-token-wrong-token-wrong-token' }, noTenant, { ...headers, 'x-relay-tenant-id': 'nope' }]) {
+      for (const path of ['/api/v1/me', '/api/v1/channels/a/messages', '/api/v1/unknown']) {
+        const res = await fetch(`${rt.http}${path}`, { headers: h });
+        expect(res.status).toBe(401);
+        expect(res.headers.get('www-authenticate')).toBe('Bearer realm="service-relay", error="invalid_token"');
+        expect(await res.text()).toBe('{"errors":["invalid_or_missing_token"]}');
+      }
+    }
+  });
+
+  it('answers /me with the identity the gateway passed', async () => {
+    const res = await api('/api/v1/me');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ tenant_id: identity.tenantId, user_id: identity.userId, expires_at: identity.expiresAt });
+  });
+
+  it('publishes to WebSocket subscribers and serves history oldest first', async () => {
+    const { token } = issueToken(verifier, { tenantId: identity.tenantId });
+    const ws = await WsTestClient.connect(rt.ws, token);
+    const topic = topicFor(identity.tenantId, 'news');
+    await ws.request({ type: 'subscribe', topic });
+    const created = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await post('/api/v1/channels/news/messages', JSON.stringify({ data: { i } }));
+      expect(res.status).toBe(201);
+      created.push((await res.json()) as { id: string });
+    }
+    expect(created[0]).toEqual({ id: expect.any(String), channel: 'news', user_id: identity.userId, data: { i: 0 }, created_at: expect.any(String) });
+    expect((await ws.waitForMessages(topic, 4)).map((m) => m.id)).toEqual(created.map((m) => m.id));
+    await ws.close();
+
+    const latest = (await (await api('/api/v1/channels/news/messages?limit=2')).json()) as { messages: { id: string }[] };
+    expect(latest.messages.map((m) => m.id)).toEqual(created.slice(2).map((m) => m.id));
+    const after = (await (await api(`/api/v1/channels/news/messages?after=${created[0]!.id}&limit=2`)).json()) as { messages: { id: string }[] };
+    expect(after.messages.map((m) => m.id)).toEqual(created.slice(1, 3).map((m) => m.id));
+    expect(await (await api('/api/v1/channels/empty/messages')).json()).toEqual({ messages: [] });
+  });
+
+  it('answers the contract errors for bad channels, bodies, sizes, queries and paths', async () => {
+    const expectError = async (res: Response, status: number, code: string) => {
+      expect(res.status).toBe(status);
+      expect(await res.json()).toEqual({ errors: [code] });
+    };
+    await expectError(await post('/api/v1/channels/bad%20name/messages', '{"data":1}'), 400, 'invalid_channel');
+    await expectError(await post(`/api/v1/channels/${'x'.repeat(129)}/messages`, '{"data":1}'), 400, 'invalid_channel');
+    await expectError(await post('/api/v1/channels/ok/messages', '{"data":'), 400, 'invalid_body');
+    await expectError(await post('/api/v1/channels/ok/messages', '{"other":1}'), 400, 'invalid_body');
+    await expectError(await post('/api/v1/channels/ok/messages', '[1]'), 400, 'invalid_body');
+    await expectError(await post('/api/v1/channels/ok/messages', JSON.stringify({ data: 'x'.repeat(65_536) })), 413, 'payload_too_large');
+    expect((await post('/api/v1/channels/ok/messages', JSON.stringify({ data: 'x'.repeat(65_534) }))).status).toBe(201);
+    expect((await post('/api/v1/channels/ok/messages', '{"data":null}')).status).toBe(201);
+    for (const q of ['limit=0', 'limit=101', 'limit=abc', 'after=nope', 'after=1']) {
+      await expectError(await api(`/api/v1/channels/ok/messages?${q}`), 400, 'invalid_query');
+    }
+    await expectError(await api('/api/v1/unknown'), 404, 'not_found');
+    await expectError(await fetch(`${rt.http}/elsewhere`), 404, 'not_found');
+    await expectError(await api('/api/v1/channels/ok/messages', { method: 'DELETE' }), 405, 'method_not_allowed');
+  });
+
+  it('serves health, readiness and metrics', async () => {
+    expect((await fetch(`${rt.http}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${rt.http}/readyz`);
+    expect(await ready.json()).toMatchObject({ status: 'ready', checks: { verifier: true, messages: true, tenant_events: true } });
+    const metrics = await (await fetch(`${rt.http}/metrics`)).text();
+    for (const name of ['relay_realtime_connections', 'relay_realtime_messages_in_total', 'relay_realtime_fanout_latency_seconds', 'relay_realtime_closes_total']) {
+      expect(metrics).toContain(name);
+    }
+  });
+});

@@ -1,0 +1,142 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { CHANNEL_NAME, codeOf, errorBody, httpStatusFor, isCanonicalUuid, isUuid, safeEqual, type ErrorCode, type Logger } from '@service-relay/core';
+import { isMessageId } from '../messaging/message-id';
+import { messageJson, type ChannelRef } from '../messaging/message';
+import type { MessageBus } from '../messaging/message-bus';
+import type { RealtimeMetrics } from '../metrics';
+
+const MAX_DATA_BYTES = 65_536;
+// A body may be bigger than its data (envelope, whitespace), but not without bound.
+const MAX_BODY_BYTES = 4 * MAX_DATA_BYTES;
+const MESSAGES_PATH = /^\/api\/v1\/channels\/([^/]+)\/messages$/;
+
+export interface RestOptions {
+  internalToken: string;
+  messages: MessageBus;
+  metrics: RealtimeMetrics;
+  logger: Logger;
+}
+
+interface Caller {
+  tenantId: string;
+  userId: string;
+  expiresAt: number;
+}
+
+/**
+ * The tenant REST API behind the gateway. Only the gateway's requests count:
+ * it proves itself with INTERNAL_TOKEN and passes the verified identity in
+ * x-relay-* headers; anything else is the contract's 401.
+ */
+export function createRestHandler(opts: RestOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    handle(opts, req, res).catch((err: unknown) => {
+      const code = codeOf(err);
+      if (code === 'internal' || code === 'unavailable') {
+        opts.logger.error({ err, request_id: req.headers['x-request-id'], tenant_id: req.headers['x-relay-tenant-id'] }, 'request failed');
+      }
+      if (!res.headersSent) send(res, httpStatusFor(code), errorBody(code));
+      else res.destroy();
+    });
+  };
+}
+
+async function handle(opts: RestOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  if (!path.startsWith('/api/v1/')) return fail(res, 'not_found');
+  const caller = callerOf(req, opts.internalToken);
+  if (!caller) return fail(res, 'invalid_or_missing_token');
+  if (path === '/api/v1/me') {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return fail(res, 'method_not_allowed');
+    return send(res, 200, JSON.stringify({ tenant_id: caller.tenantId, user_id: caller.userId, expires_at: caller.expiresAt }));
+  }
+  const m = MESSAGES_PATH.exec(path);
+  if (!m) return fail(res, 'not_found');
+  const channel = decodeChannel(m[1]!);
+  if (channel === undefined) return fail(res, 'invalid_channel');
+  const ref: ChannelRef = { tenantId: caller.tenantId, channel };
+  if (req.method === 'POST') return publish(opts, req, res, ref, caller);
+  if (req.method === 'GET' || req.method === 'HEAD') return history(opts, res, ref, new URLSearchParams(q < 0 ? '' : url.slice(q + 1)));
+  return fail(res, 'method_not_allowed');
+}
+
+function callerOf(req: IncomingMessage, internalToken: string): Caller | undefined {
+  const h = req.headers;
+  const presented = h['x-internal-token'];
+  if (typeof presented !== 'string' || !safeEqual(presented, internalToken)) return undefined;
+  const tenantId = h['x-relay-tenant-id'];
+  const userId = h['x-relay-user-id'];
+  const expiresAt = h['x-relay-expires-at'];
+  if (!isCanonicalUuid(tenantId) || !isUuid(userId) || typeof expiresAt !== 'string' || !/^\d{1,12}$/.test(expiresAt)) return undefined;
+  return { tenantId, userId, expiresAt: Number(expiresAt) };
+}
+
+async function publish(opts: RestOptions, req: IncomingMessage, res: ServerResponse, ref: ChannelRef, caller: Caller): Promise<void> {
+  const raw = await readBody(req);
+  if (raw === undefined) return fail(res, 'payload_too_large');
+  let body: unknown;
+  try {
+    body = JSON.parse(raw);
+  } catch {
+    return fail(res, 'invalid_body');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || !('data' in body)) return fail(res, 'invalid_body');
+  const dataJson = JSON.stringify((body as { data: unknown }).data);
+  if (Buffer.byteLength(dataJson) > MAX_DATA_BYTES) return fail(res, 'payload_too_large');
+  const message = await opts.messages.publish(ref, caller.userId, dataJson);
+  opts.metrics.messagesIn.inc({ source: 'rest' });
+  send(res, 201, messageJson(message));
+}
+
+async function history(opts: RestOptions, res: ServerResponse, ref: ChannelRef, query: URLSearchParams): Promise<void> {
+  const after = query.get('after');
+  const limitText = query.get('limit');
+  if (after !== null && !isMessageId(after)) return fail(res, 'invalid_query');
+  if (limitText !== null && !/^\d{1,3}$/.test(limitText)) return fail(res, 'invalid_query');
+  const limit = limitText === null ? 50 : Number(limitText);
+  if (limit < 1 || limit > 100) return fail(res, 'invalid_query');
+  const messages = await opts.messages.history(ref, after === null ? { limit } : { after, limit });
+  send(res, 200, `{"messages":[${messages.map(messageJson).join(',')}]}`);
+}
+
+/** Reads the body as UTF-8; undefined when it exceeds the bound (reading stops there). */
+function readBody(req: IncomingMessage): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        req.removeAllListeners('data');
+        req.resume();
+        resolve(undefined);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function decodeChannel(segment: string): string | undefined {
+  let channel: string;
+  try {
+    channel = decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+  return CHANNEL_NAME.test(channel) ? channel : undefined;
+}
+
+function fail(res: ServerResponse, code: ErrorCode): void {
+  const headers: Record<string, string> = code === 'invalid_or_missing_token' ? { 'www-authenticate': 'Bearer realm="service-relay", error="invalid_token"' } : {};
+  send(res, httpStatusFor(code), errorBody(code), headers);
+}
+
+function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), ...headers });
+  res.end(body);
+}

@@ -1,0 +1,47 @@
+import { createMetricsRegistry } from '@service-relay/core';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+// Close codes are chosen by clients too; only these become label values, so
+// the series stay bounded.
+const KNOWN_CLOSE_CODES = new Set([1000, 1001, 1005, 1006, 1008, 1009, 1011, 1013, 4401]);
+
+/**
+ * realtime's Prometheus series. Connections are counted in total and by how
+ * many tenants have any, not one series per tenant (unbounded label values).
+ */
+export class RealtimeMetrics {
+  readonly registry: Registry;
+  readonly connections: Gauge;
+  readonly connectedTenants: Gauge;
+  readonly upgrades: Counter<'result'>;
+  readonly messagesIn: Counter<'source'>;
+  readonly messagesOut: Counter;
+  readonly fanOutLatency: Histogram;
+  private readonly closes: Counter<'code'>;
+
+  constructor() {
+    this.registry = createMetricsRegistry('realtime');
+    const registers = [this.registry];
+    this.connections = new Gauge({ name: 'relay_realtime_connections', help: 'Open WebSocket connections', registers });
+    this.connectedTenants = new Gauge({ name: 'relay_realtime_connected_tenants', help: 'Tenants with at least one open connection', registers });
+    this.upgrades = new Counter({ name: 'relay_realtime_upgrades_total', help: 'WebSocket upgrade attempts by result', labelNames: ['result'], registers });
+    this.messagesIn = new Counter({ name: 'relay_realtime_messages_in_total', help: 'Messages published, by source (ws, rest)', labelNames: ['source'], registers });
+    this.messagesOut = new Counter({ name: 'relay_realtime_messages_out_total', help: 'Message frames sent to subscribers (live and replayed)', registers });
+    this.fanOutLatency = new Histogram({
+      name: 'relay_realtime_fanout_latency_seconds',
+      help: 'From publish (the message id time, set by the store) to the frame handed to every local subscriber',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    });
+    this.closes = new Counter({ name: 'relay_realtime_closes_total', help: 'Closed WebSocket connections by close code', labelNames: ['code'], registers });
+  }
+
+  closed(code: number): void {
+    this.closes.inc({ code: KNOWN_CLOSE_CODES.has(code) ? String(code) : 'other' });
+  }
+
+  fannedOut(subscribers: number, publishedAtMs: number): void {
+    this.messagesOut.inc(subscribers);
+    this.fanOutLatency.observe(Math.max(0, Date.now() - publishedAtMs) / 1000);
+  }
+}

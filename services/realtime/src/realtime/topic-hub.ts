@@ -1,0 +1,80 @@
+import { messageFrame, type ChannelRef, type Message } from '../messaging/message';
+import type { MessageBus } from '../messaging/message-bus';
+
+/** One local receiver of a topic (a connection's subscription). */
+export interface TopicSubscriber {
+  /** `frame` is the ready `message` frame, shared by every subscriber of the topic. */
+  deliver(message: Message, frame: Buffer): void;
+}
+
+export interface FanOutObserver {
+  /** Called once per message per process with how many local subscribers got it. */
+  fannedOut(subscribers: number, publishedAtMs: number): void;
+}
+
+interface TopicEntry {
+  subscribers: Set<TopicSubscriber>;
+  live: Promise<void>;
+  stop: (() => void) | undefined;
+}
+
+/**
+ * The process's local subscribers per topic. The message bus sees one
+ * listener per topic, and each message is serialized into a frame once, then
+ * handed as the same bytes to every subscriber.
+ */
+export class TopicHub {
+  private readonly topics = new Map<string, TopicEntry>();
+
+  constructor(
+    private readonly bus: MessageBus,
+    private readonly observer?: FanOutObserver,
+  ) {}
+
+  /** Adds the subscriber at once; resolves when delivery from the bus is live. */
+  async join(topic: string, ref: ChannelRef, subscriber: TopicSubscriber): Promise<void> {
+    let entry = this.topics.get(topic);
+    if (!entry) {
+      const created: TopicEntry = { subscribers: new Set(), live: Promise.resolve(), stop: undefined };
+      created.live = this.bus.subscribe(ref, (m) => this.fanOut(topic, created, m)).then(
+        (stop) => {
+          created.stop = stop;
+          // Everyone left while the subscription was being set up.
+          if (this.topics.get(topic) !== created) stop();
+        },
+        (err: unknown) => {
+          if (this.topics.get(topic) === created) this.topics.delete(topic);
+          throw err;
+        },
+      );
+      this.topics.set(topic, created);
+      entry = created;
+    }
+    entry.subscribers.add(subscriber);
+    try {
+      await entry.live;
+    } catch (err) {
+      entry.subscribers.delete(subscriber);
+      throw err;
+    }
+  }
+
+  leave(topic: string, subscriber: TopicSubscriber): void {
+    const entry = this.topics.get(topic);
+    if (!entry || !entry.subscribers.delete(subscriber) || entry.subscribers.size > 0) return;
+    this.topics.delete(topic);
+    entry.stop?.();
+  }
+
+  /** Topics with at least one local subscriber. */
+  get size(): number {
+    return this.topics.size;
+  }
+
+  private fanOut(topic: string, entry: TopicEntry, message: Message): void {
+    if (entry.subscribers.size === 0) return;
+    const frame = Buffer.from(messageFrame(topic, message));
+    for (const s of entry.subscribers) s.deliver(message, frame);
+    this.observer?.fannedOut(entry.subscribers.size, message.ms);
+  }
+}

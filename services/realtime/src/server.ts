@@ -1,0 +1,128 @@
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { closeServer, createLogger, errorBody, handleOps, listen, withTimeout, type Clock, type Logger } from '@service-relay/core';
+import { createTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
+import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { RealtimeConfig } from './config';
+import { createRestHandler } from './http/rest-api';
+import { createMessageBus } from './messaging/create-message-bus';
+import type { MessageBus } from './messaging/message-bus';
+import { RealtimeMetrics } from './metrics';
+import { isScheduler, timerScheduler } from './realtime/scheduler';
+import { TopicHub } from './realtime/topic-hub';
+import { CLOSE_GOING_AWAY } from './ws/close-codes';
+import { Connection, type ConnectionContext } from './ws/connection';
+import { ConnectionRegistry } from './ws/connection-registry';
+import { Revocation } from './ws/revocation';
+import { createUpgradeHandler } from './ws/upgrade-handler';
+
+export interface RealtimeDeps {
+  /** Tenant events; the launcher shares one bus across services. */
+  bus?: TenantEventBus;
+  /** Channels and history; defaults to Redis or in-process by REDIS_URL. */
+  messages?: MessageBus;
+  logger?: Logger;
+  /** Token expiry runs on this; a ManualScheduler lets tests move time by hand. */
+  clock?: Clock;
+  verifier?: VerifierClient;
+  /** Ping interval for dead-peer detection (default 30 s). */
+  pingIntervalMs?: number;
+}
+
+export interface RealtimeServer {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** The bound port once started. */
+  readonly port: number;
+  readonly metrics: RealtimeMetrics;
+}
+
+/** HTTP + WebSocket on one port: /ws, the tenant REST API behind the gateway, and ops endpoints. */
+export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDeps = {}): RealtimeServer {
+  const logger = deps.logger ?? createLogger({ service: 'realtime', level: config.logLevel });
+  const clock = deps.clock;
+  const scheduler = clock && isScheduler(clock) ? clock : timerScheduler(clock);
+  const metrics = new RealtimeMetrics();
+  const ownsBus = !deps.bus;
+  const events = deps.bus ?? createTenantEventBus(config.redis, logger);
+  const ownsMessages = !deps.messages;
+  const retention = { maxMessages: config.historyMaxMessages, ttlS: config.historyTtlS };
+  const messages = deps.messages ?? createMessageBus(config.redis, retention, logger, clock);
+  const ownsVerifier = !deps.verifier;
+  const verifier = deps.verifier ?? createVerifierClient({ address: config.verifierAddr, deadlineMs: config.verifyDeadlineMs, logger });
+  const registry = new ConnectionRegistry(verifier, metrics);
+  const hub = new TopicHub(messages, metrics);
+  const revocation = new Revocation(registry, logger);
+  const ctx: ConnectionContext = {
+    hub,
+    messages,
+    registry,
+    scheduler,
+    metrics,
+    logger,
+    maxSubscriptions: config.maxSubscriptions,
+    maxBufferedBytes: config.maxBufferedBytes,
+  };
+
+  // ws closes a frame over maxPayload with 1009 itself; no compression keeps fan-out a plain write.
+  const wss = new WebSocketServer({ noServer: true, maxPayload: config.maxFrameBytes, perMessageDeflate: false, clientTracking: false });
+  const connections = new Set<Connection>();
+  const accept = (ws: WebSocket, identity: Connection['identity'], token: string) => {
+    const conn = new Connection(ws, identity, token, ctx);
+    connections.add(conn);
+    ws.once('close', () => connections.delete(conn));
+  };
+
+  const rest = createRestHandler({ internalToken: config.internalToken, messages, metrics, logger });
+  const readiness = async () => ({
+    verifier: await verifier.ready(),
+    messages: await messages.ready(),
+    tenant_events: await events.ready(),
+  });
+  const server: Server = createHttpServer((req, res) => {
+    if (handleOps(req, res, { metrics: metrics.registry, readiness })) return;
+    if ((req.url ?? '').split('?', 1)[0] === '/ws') {
+      // A plain request to the WebSocket path: it needs the upgrade.
+      res.writeHead(426, { 'content-type': 'application/json; charset=utf-8', upgrade: 'websocket' });
+      res.end(errorBody('not_found'));
+      return;
+    }
+    rest(req, res);
+  });
+  server.on('upgrade', createUpgradeHandler({ wss, registry, scheduler, metrics, logger, accept }));
+
+  let port = config.port;
+  let pinger: NodeJS.Timeout | undefined;
+  const unsubscribers: (() => void)[] = [];
+
+  return {
+    metrics,
+    get port() {
+      return port;
+    },
+    async start() {
+      unsubscribers.push(events.subscribe((e) => revocation.onEvent(e)));
+      unsubscribers.push(events.onReset(() => revocation.onReset()));
+      // Revocations must reach this instance from its first connection on; a
+      // bus that is down now is reported by /readyz.
+      await withTimeout(events.ready(), 5000).catch(() => logger.warn('tenant events not ready at start'));
+      port = await listen(server, config.port);
+      pinger = setInterval(() => {
+        for (const c of connections) c.ping();
+      }, deps.pingIntervalMs ?? 30_000);
+      pinger.unref();
+      logger.info({ port, redis: config.redis.url !== undefined }, 'realtime listening');
+    },
+    async stop() {
+      if (pinger) clearInterval(pinger);
+      for (const u of unsubscribers.splice(0)) u();
+      const closing = closeServer(server);
+      // 1001: clients reconnect, to another instance if this one is going away.
+      await Promise.all([...connections].map((c) => c.shutdown(CLOSE_GOING_AWAY)));
+      await closing;
+      if (ownsVerifier) verifier.close();
+      if (ownsMessages) await messages.close();
+      if (ownsBus) await events.close();
+    },
+  };
+}

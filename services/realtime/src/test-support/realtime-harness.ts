@@ -1,0 +1,85 @@
+import { randomUUID } from 'node:crypto';
+import { createLogger, type Clock, type Env } from '@service-relay/core';
+import { MemoryTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
+import { FakeVerifier } from '@service-relay/testkit';
+import type { VerifiedIdentity } from '@service-relay/verifier-client';
+import { loadConfig, type RealtimeConfig } from '../config';
+import type { MessageBus } from '../messaging/message-bus';
+import { createServer, type RealtimeServer } from '../server';
+
+export const TEST_INTERNAL_TOKEN = 'realtime-internal-token-for-tests-0123456789';
+
+export interface RealtimeInstance {
+  server: RealtimeServer;
+  config: Readonly<RealtimeConfig>;
+  http: string;
+  ws: string;
+  /** Every log line, raw JSON. */
+  logs: string[];
+  stop(): Promise<void>;
+}
+
+export interface InstanceOptions {
+  verifier: FakeVerifier;
+  env?: Env;
+  bus?: TenantEventBus;
+  messages?: MessageBus;
+  clock?: Clock;
+  pingIntervalMs?: number;
+}
+
+/** One realtime server on port 0 in front of a fake verifier. */
+export async function startRealtime(opts: InstanceOptions): Promise<RealtimeInstance> {
+  const config = loadConfig(
+    { REALTIME_PORT: '0', VERIFIER_ADDR: opts.verifier.address, INTERNAL_TOKEN: TEST_INTERNAL_TOKEN, LOG_LEVEL: 'debug', ...opts.env },
+    { standalone: false },
+  );
+  const logs: string[] = [];
+  const logger = createLogger({ service: 'realtime', level: config.logLevel, destination: { write: (line: string) => void logs.push(line) } });
+  const server = createServer(config, {
+    logger,
+    // With REDIS_URL the server opens its own Redis tenant-event bus, like a separate process would.
+    ...(opts.bus ? { bus: opts.bus } : config.redis.url ? {} : { bus: new MemoryTenantEventBus() }),
+    ...(opts.messages && { messages: opts.messages }),
+    ...(opts.clock && { clock: opts.clock }),
+    ...(opts.pingIntervalMs && { pingIntervalMs: opts.pingIntervalMs }),
+  });
+  await server.start();
+  return {
+    server,
+    config,
+    http: `http://127.0.0.1:${server.port}`,
+    ws: `ws://127.0.0.1:${server.port}/ws`,
+    logs,
+    stop: () => server.stop(),
+  };
+}
+
+/** Registers a fresh token with the fake verifier and returns it. */
+export function issueToken(verifier: FakeVerifier, identity: Partial<VerifiedIdentity> = {}): { token: string; identity: VerifiedIdentity } {
+  const full: VerifiedIdentity = {
+    tenantId: randomUUID(),
+    userId: randomUUID(),
+    expiresAt: Math.floor(Date.now() / 1000) + 3600,
+    keySlot: 'primary',
+    keyVersion: 1,
+    ...identity,
+  };
+  const token = `tok-${randomUUID()}`;
+  verifier.allow(token, full);
+  return { token, identity: full };
+}
+
+export function topicFor(tenantId: string, channel: string): string {
+  return `tenants/${tenantId}/channels/${channel}`;
+}
+
+/** Headers the gateway adds in front of the REST side. */
+export function gatewayHeaders(identity: VerifiedIdentity, token = TEST_INTERNAL_TOKEN): Record<string, string> {
+  return {
+    'x-internal-token': token,
+    'x-relay-tenant-id': identity.tenantId,
+    'x-relay-user-id': identity.userId,
+    'x-relay-expires-at': String(identity.expiresAt),
+  };
+}

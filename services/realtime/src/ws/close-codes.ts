@@ -1,0 +1,6 @@
+/** WebSocket close codes realtime sends. */
+export const CLOSE_GOING_AWAY = 1001;
+/** A slow consumer, or a connection whose token could not be re-checked: reconnect later. */
+export const CLOSE_TRY_AGAIN_LATER = 1013;
+/** The token expired or was revoked (CONTRACT.md). */
+export const CLOSE_UNAUTHORIZED = 4401;

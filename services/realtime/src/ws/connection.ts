@@ -1,0 +1,210 @@
+import { RelayError, codeOf, type ErrorCode, type Logger } from '@service-relay/core';
+import type { VerifiedIdentity } from '@service-relay/verifier-client';
+import type { Socket } from 'node:net';
+import type { WebSocket } from 'ws';
+import type { MessageBus } from '../messaging/message-bus';
+import type { RealtimeMetrics } from '../metrics';
+import type { Scheduler } from '../realtime/scheduler';
+import { checkTopic } from '../realtime/topic';
+import type { TopicHub } from '../realtime/topic-hub';
+import { CLOSE_TRY_AGAIN_LATER, CLOSE_UNAUTHORIZED } from './close-codes';
+import { parseClientFrame, replyFrame, type ClientFrame, type Ref } from './client-frame';
+import type { ConnectionRegistry, TrackedConnection } from './connection-registry';
+import { Subscription } from './subscription';
+
+const MAX_DATA_BYTES = 65_536;
+const TEXT = { binary: false } as const;
+
+/** What every connection of a server shares. */
+export interface ConnectionContext {
+  hub: TopicHub;
+  messages: MessageBus;
+  registry: ConnectionRegistry;
+  scheduler: Scheduler;
+  metrics: RealtimeMetrics;
+  logger: Logger;
+  maxSubscriptions: number;
+  maxBufferedBytes: number;
+}
+
+/** One authenticated WebSocket: its identity, token expiry, subscriptions and frames. */
+export class Connection implements TrackedConnection {
+  private readonly subscriptions = new Map<string, Subscription>();
+  private cancelExpiry: () => void = () => {};
+  private closeCode: number | undefined;
+  private corked = false;
+  /** Cleared on every ping, set by the pong; a peer that stays silent a whole interval is dead. */
+  alive = true;
+
+  constructor(
+    private readonly ws: WebSocket,
+    public identity: VerifiedIdentity,
+    public token: string,
+    private readonly ctx: ConnectionContext,
+  ) {
+    ws.on('message', (data, isBinary) => this.onFrame(isBinary ? undefined : data.toString()));
+    ws.on('pong', () => (this.alive = true));
+    ws.on('close', (code) => {
+      // Closes this side chose were counted when it chose them.
+      if (this.closeCode === undefined) this.ctx.metrics.closed(code);
+      this.cleanUp();
+    });
+    ws.on('error', (err) => this.ctx.logger.debug({ err: err.message, tenant_id: identity.tenantId }, 'websocket error'));
+    ctx.registry.add(this);
+    this.armExpiry();
+    this.send(replyFrame({ type: 'ready', tenant_id: identity.tenantId, user_id: identity.userId, expires_at: identity.expiresAt }, undefined));
+  }
+
+  close(code: number, reason: string): void {
+    if (this.closeCode !== undefined) return;
+    this.closeCode = code;
+    this.ctx.metrics.closed(code);
+    this.cleanUp();
+    this.ws.close(code, reason);
+  }
+
+  /** Closes and resolves once the peer answered (or after a grace period, cut hard). */
+  shutdown(code: number): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.ws.readyState === this.ws.CLOSED) return resolve();
+      const timer = setTimeout(() => this.ws.terminate(), 2000);
+      this.ws.once('close', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.close(code, 'server shutting down');
+    });
+  }
+
+  confirm(identity: VerifiedIdentity): void {
+    this.identity = identity;
+  }
+
+  ping(): void {
+    if (!this.alive) {
+      if (this.closeCode === undefined) {
+        this.closeCode = 1006;
+        this.ctx.metrics.closed(1006);
+      }
+      this.ws.terminate();
+      return;
+    }
+    this.alive = false;
+    this.ws.ping();
+  }
+
+  /** A `message` frame; a consumer that lets its send buffer grow past the bound is dropped. */
+  sendMessage(frame: Buffer | string): void {
+    if (this.closeCode !== undefined) return;
+    this.corkUntilNextTick();
+    this.ws.send(frame, TEXT);
+    if (this.ws.bufferedAmount > this.ctx.maxBufferedBytes) {
+      this.ctx.logger.info({ tenant_id: this.identity.tenantId, buffered: this.ws.bufferedAmount }, 'dropping a slow consumer');
+      this.close(CLOSE_TRY_AGAIN_LATER, 'slow consumer');
+      // Its buffer will not drain soon enough for a close handshake.
+      setTimeout(() => this.ws.terminate(), 1000).unref();
+    }
+  }
+
+  /**
+   * Frames sent in one tick (a burst of messages arrives in one read from
+   * Redis or from a publisher) leave in one socket write instead of one each.
+   */
+  private corkUntilNextTick(): void {
+    if (this.corked) return;
+    const socket = (this.ws as unknown as { _socket?: Socket })._socket;
+    if (!socket) return;
+    this.corked = true;
+    socket.cork();
+    process.nextTick(() => {
+      this.corked = false;
+      socket.uncork();
+    });
+  }
+
+  private send(text: string): void {
+    if (this.closeCode === undefined) this.ws.send(text);
+  }
+
+  private error(code: ErrorCode, ref: Ref | undefined, extra: Record<string, unknown> = {}): void {
+    this.send(replyFrame({ type: 'error', code, ...extra }, ref));
+  }
+
+  private onFrame(text: string | undefined): void {
+    const parsed = text === undefined ? ({ ok: false, ref: undefined } as const) : parseClientFrame(text);
+    if (!parsed.ok) return this.error('invalid_frame', parsed.ref);
+    this.handle(parsed.frame).catch((err: unknown) => {
+      const code = codeOf(err);
+      if (code === 'internal') this.ctx.logger.error({ err, tenant_id: this.identity.tenantId }, 'frame handling failed');
+      this.error(code, parsed.frame.ref);
+    });
+  }
+
+  private async handle(frame: ClientFrame): Promise<void> {
+    if (frame.type === 'auth') return this.refresh(frame.token, frame.ref);
+    const topic = checkTopic(frame.topic, this.identity.tenantId);
+    if (!topic.ok) return this.error(topic.code, frame.ref);
+    const name = frame.topic as string;
+    if (frame.type === 'subscribe') return this.subscribe(name, topic.ref, frame.after, frame.ref);
+    if (frame.type === 'unsubscribe') {
+      const sub = this.subscriptions.get(name);
+      if (sub) this.drop(sub);
+      return this.send(replyFrame({ type: 'unsubscribed', topic: name }, frame.ref));
+    }
+    const dataJson = JSON.stringify(frame.data);
+    if (Buffer.byteLength(dataJson) > MAX_DATA_BYTES) return this.error('payload_too_large', frame.ref);
+    const message = await this.ctx.messages.publish(topic.ref, this.identity.userId, dataJson);
+    this.ctx.metrics.messagesIn.inc({ source: 'ws' });
+    this.send(replyFrame({ type: 'published', topic: name, id: message.id }, frame.ref));
+  }
+
+  private async subscribe(name: string, ref: Subscription['ref'], after: string | undefined, frameRef: Ref | undefined): Promise<void> {
+    if (this.subscriptions.has(name)) return this.send(replyFrame({ type: 'subscribed', topic: name }, frameRef));
+    if (this.subscriptions.size >= this.ctx.maxSubscriptions) return this.error('too_many_subscriptions', frameRef);
+    const sub = new Subscription(name, ref, this);
+    this.subscriptions.set(name, sub);
+    try {
+      await this.ctx.hub.join(name, ref, sub);
+      if (sub.cancelled) return;
+      this.send(replyFrame({ type: 'subscribed', topic: name }, frameRef));
+      if (after !== undefined) this.ctx.metrics.messagesOut.inc(await sub.replay(this.ctx.messages, after));
+      sub.goLive();
+    } catch (err) {
+      // Without its history the subscription would have a gap: take it back.
+      this.drop(sub);
+      throw err instanceof RelayError ? err : new RelayError('unavailable', 'subscribe failed', { cause: err });
+    }
+  }
+
+  private drop(sub: Subscription): void {
+    sub.cancelled = true;
+    if (this.subscriptions.get(sub.topic) === sub) this.subscriptions.delete(sub.topic);
+    this.ctx.hub.leave(sub.topic, sub);
+  }
+
+  private async refresh(token: string, ref: Ref | undefined): Promise<void> {
+    const result = await this.ctx.registry.verifyFresh(token).catch((err: unknown) => err as RelayError);
+    if (this.closeCode !== undefined) return;
+    if (result instanceof Error) return this.error(codeOf(result), ref);
+    if (!result.valid) return this.error('invalid_or_missing_token', ref);
+    const next = result.identity;
+    if (next.tenantId !== this.identity.tenantId || next.userId.toLowerCase() !== this.identity.userId.toLowerCase()) {
+      return this.error('identity_mismatch', ref);
+    }
+    this.identity = next;
+    this.token = token;
+    this.armExpiry();
+    this.send(replyFrame({ type: 'authenticated', expires_at: next.expiresAt }, ref));
+  }
+
+  private armExpiry(): void {
+    this.cancelExpiry();
+    this.cancelExpiry = this.ctx.scheduler.at(this.identity.expiresAt * 1000, () => this.close(CLOSE_UNAUTHORIZED, 'token expired'));
+  }
+
+  private cleanUp(): void {
+    this.cancelExpiry();
+    for (const sub of [...this.subscriptions.values()]) this.drop(sub);
+    this.ctx.registry.remove(this);
+  }
+}

@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { createLogger, RelayError } from '@service-relay/core';
+import type { TenantEvent } from '@service-relay/tenant-events';
+import type { VerifiedIdentity, VerifierClient, VerifyResult } from '@service-relay/verifier-client';
+import { RealtimeMetrics } from '../metrics';
+import { ConnectionRegistry, type TrackedConnection } from './connection-registry';
+import { Revocation } from './revocation';
+
+class FakeConnection implements TrackedConnection {
+  closedWith: number | undefined;
+  constructor(
+    public identity: VerifiedIdentity,
+    readonly token: string,
+    private readonly registry: ConnectionRegistry,
+  ) {
+    registry.add(this);
+  }
+  close(code: number): void {
+    this.closedWith ??= code;
+    this.registry.remove(this);
+  }
+  confirm(identity: VerifiedIdentity): void {
+    this.identity = identity;
+  }
+}
+
+function setup(verdicts: Map<string, VerifyResult | 'unavailable'>) {
+  const verifier: VerifierClient = {
+    verify: async (token) => {
+      const v = verdicts.get(token);
+      if (v === 'unavailable') throw new RelayError('auth_unavailable');
+      return v ?? { valid: false, reason: 'unknown' };
+    },
+    ready: async () => true,
+    close: () => {},
+  };
+  const registry = new ConnectionRegistry(verifier, new RealtimeMetrics());
+  const revocation = new Revocation(registry, createLogger({ service: 'test', level: 'silent' }));
+  const conn = (tenantId: string, keyVersion: number, verdict: 'valid' | 'invalid' | 'unavailable' = 'valid') => {
+    const identity: VerifiedIdentity = { tenantId, userId: randomUUID(), expiresAt: 2e9, keySlot: 'primary', keyVersion };
+    const token = randomUUID();
+    verdicts.set(token, verdict === 'valid' ? { valid: true, identity } : verdict === 'invalid' ? { valid: false, reason: 'x' } : 'unavailable');
+    return new FakeConnection(identity, token, registry);
+  };
+  return { registry, revocation, conn };
+}
+
+const event = (tenant_id: string, kind: TenantEvent['kind'], version: number, revoked: number[] = []): TenantEvent => ({
+  event_id: randomUUID(),
+  tenant_id,
+  kind,
+  version,
+  revoked_key_versions: revoked,
+});
+
+describe('Revocation', () => {
+  it('closes by kind: all for disabled/revoked_all, by key version for previous_expired, none for rotated', async () => {
+    const { revocation, conn } = setup(new Map());
+    const t = randomUUID();
+    const other = conn(randomUUID(), 1);
+    const v1 = conn(t, 1);
+    const v2 = conn(t, 2);
+    await revocation.onEvent(event(t, 'rotated', 2));
+    expect([v1.closedWith, v2.closedWith]).toEqual([undefined, undefined]);
+    await revocation.onEvent(event(t, 'previous_expired', 3, [1]));
+    expect([v1.closedWith, v2.closedWith]).toEqual([4401, undefined]);
+    await revocation.onEvent(event(t, 'revoked_all', 4, [2]));
+    expect(v2.closedWith).toBe(4401);
+    expect(other.closedWith).toBeUndefined();
+  });
+
+  it('re-verifies everything on a bus reset: failures close with 4401, an unreachable verifier with 1013', async () => {
+    const { revocation, registry, conn } = setup(new Map());
+    const t = randomUUID();
+    const ok = conn(t, 1);
+    const bad = conn(randomUUID(), 1, 'invalid');
+    const unknown = conn(t, 1, 'unavailable');
+    await revocation.onReset();
+    expect([ok.closedWith, bad.closedWith, unknown.closedWith]).toEqual([undefined, 4401, 1013]);
+    expect(registry.size).toBe(1);
+  });
+
+  it('treats a version jump as a missed event for that tenant only', async () => {
+    const { revocation, conn } = setup(new Map());
+    const t = randomUUID();
+    const u = randomUUID();
+    await revocation.onEvent(event(t, 'created', 1));
+    await revocation.onEvent(event(u, 'created', 1));
+    const bad = conn(t, 1, 'invalid');
+    const badElsewhere = conn(u, 1, 'invalid');
+    await revocation.onEvent(event(t, 'enabled', 2));
+    expect(bad.closedWith).toBeUndefined();
+    await revocation.onEvent(event(t, 'enabled', 4));
+    expect([bad.closedWith, badElsewhere.closedWith]).toEqual([4401, undefined]);
+  });
+
+  it('checks a token again when a revocation lands while it is being verified', async () => {
+    let calls = 0;
+    let release!: () => void;
+    const identity: VerifiedIdentity = { tenantId: randomUUID(), userId: randomUUID(), expiresAt: 2e9, keySlot: 'previous', keyVersion: 1 };
+    const gate = new Promise<void>((r) => (release = r));
+    const verifier: VerifierClient = {
+      verify: async () => {
+        calls += 1;
+        if (calls === 1) {
+          await gate;
+          return { valid: true, identity };
+        }
+        return { valid: false, reason: 'revoked' };
+      },
+      ready: async () => true,
+      close: () => {},
+    };
+    const registry = new ConnectionRegistry(verifier, new RealtimeMetrics());
+    const pending = registry.verifyFresh('t');
+    registry.bumpEpoch();
+    release();
+    expect(await pending).toEqual({ valid: false, reason: 'revoked' });
+  });
+});

@@ -1,0 +1,67 @@
+import { codeOf, type Logger } from '@service-relay/core';
+import { VersionTracker, type TenantEvent } from '@service-relay/tenant-events';
+import type { ConnectionRegistry, TrackedConnection } from './connection-registry';
+import { CLOSE_TRY_AGAIN_LATER, CLOSE_UNAUTHORIZED } from './close-codes';
+
+/**
+ * Applies tenant events to live connections (ARCHITECTURE.md "Tenant events").
+ * Closing happens before the handler resolves, and the bus acknowledges only
+ * after that, so an admin call returns after the connections are closed.
+ */
+export class Revocation {
+  private readonly versions = new VersionTracker();
+
+  constructor(
+    private readonly registry: ConnectionRegistry,
+    private readonly logger: Logger,
+  ) {}
+
+  async onEvent(event: TenantEvent): Promise<void> {
+    const gap = this.versions.observe(event);
+    const conns = this.registry.ofTenant(event.tenant_id);
+    let closed = 0;
+    if (event.kind === 'disabled' || event.kind === 'revoked_all') {
+      this.registry.bumpEpoch();
+      for (const c of conns) c.close(CLOSE_UNAUTHORIZED, 'revoked');
+      closed = conns.length;
+    } else if (event.kind === 'previous_expired' && event.revoked_key_versions.length > 0) {
+      this.registry.bumpEpoch();
+      const revoked = new Set(event.revoked_key_versions);
+      for (const c of conns) {
+        if (!revoked.has(c.identity.keyVersion)) continue;
+        c.close(CLOSE_UNAUTHORIZED, 'revoked');
+        closed += 1;
+      }
+    }
+    if (closed > 0) this.logger.info({ tenant_id: event.tenant_id, kind: event.kind, closed }, 'closed revoked connections');
+    if (gap) {
+      // A missed event could have revoked anything of this tenant.
+      this.registry.bumpEpoch();
+      await this.reverify(this.registry.ofTenant(event.tenant_id));
+    }
+  }
+
+  /** The bus lost events: every connection proves its token again. */
+  async onReset(): Promise<void> {
+    this.versions.clear();
+    this.registry.bumpEpoch();
+    await this.reverify(this.registry.all());
+  }
+
+  private async reverify(conns: TrackedConnection[]): Promise<void> {
+    await Promise.all(
+      conns.map(async (c) => {
+        try {
+          const r = await this.registry.verifyFresh(c.token);
+          const same = r.valid && r.identity.tenantId === c.identity.tenantId && r.identity.userId.toLowerCase() === c.identity.userId.toLowerCase();
+          if (same) c.confirm(r.identity);
+          else c.close(CLOSE_UNAUTHORIZED, 'revoked');
+        } catch (err) {
+          // Unproven is not trusted; the client reconnects and is checked afresh.
+          this.logger.warn({ code: codeOf(err), tenant_id: c.identity.tenantId }, 'could not re-verify a connection; closing it');
+          c.close(CLOSE_TRY_AGAIN_LATER, 'auth unavailable');
+        }
+      }),
+    );
+  }
+}

@@ -1,0 +1,76 @@
+import { parseMessageId } from '../messaging/message-id';
+import { isAfter, messageFrame, type ChannelRef, type Message } from '../messaging/message';
+import type { MessageBus } from '../messaging/message-bus';
+import type { TopicSubscriber } from '../realtime/topic-hub';
+
+const REPLAY_PAGE = 500;
+
+/** Where a subscription's frames go (the connection). */
+export interface FrameSink {
+  sendMessage(frame: Buffer | string): void;
+}
+
+/**
+ * One topic on one connection. It starts parked: live messages are held while
+ * missed ones are replayed from history, then the held ones newer than the
+ * last replayed id are sent and delivery goes direct. Ids only ever increase
+ * on the wire, so nothing is sent twice and, because the live subscription was
+ * in place before history was read, nothing is skipped.
+ */
+export class Subscription implements TopicSubscriber {
+  private parked: { message: Message; frame: Buffer }[] | undefined = [];
+  // Position of the last message sent; ids start above 0-0.
+  private lastMs = 0;
+  private lastSeq = -1;
+  cancelled = false;
+
+  constructor(
+    readonly topic: string,
+    readonly ref: ChannelRef,
+    private readonly sink: FrameSink,
+  ) {}
+
+  deliver(message: Message, frame: Buffer): void {
+    if (this.parked) this.parked.push({ message, frame });
+    else this.send(message, frame);
+  }
+
+  /**
+   * Sends every retained message after `after`, then switches to live.
+   * Call only after the live subscription is in place. Returns how many
+   * messages it replayed.
+   */
+  async replay(messages: MessageBus, after: string): Promise<number> {
+    // The client has everything up to `after`: a live copy of such a message is not sent either.
+    const start = parseMessageId(after)!;
+    this.lastMs = start.ms;
+    this.lastSeq = start.seq;
+    let cursor = after;
+    let sent = 0;
+    for (;;) {
+      const page = await messages.history(this.ref, { after: cursor, limit: REPLAY_PAGE });
+      if (this.cancelled) return sent;
+      for (const m of page) this.send(m, messageFrame(this.topic, m));
+      sent += page.length;
+      if (page.length < REPLAY_PAGE) return sent;
+      cursor = page[page.length - 1]!.id;
+      // Caught up with what arrived live: the parked messages cover the rest.
+      const firstParked = this.parked?.[0];
+      if (firstParked && !isAfter(firstParked.message, this.lastMs, this.lastSeq)) return sent;
+    }
+  }
+
+  /** Releases parked messages and delivers directly from now on. */
+  goLive(): void {
+    const parked = this.parked ?? [];
+    this.parked = undefined;
+    for (const { message, frame } of parked) this.send(message, frame);
+  }
+
+  private send(m: Message, frame: Buffer | string): void {
+    if (this.cancelled || !isAfter(m, this.lastMs, this.lastSeq)) return;
+    this.lastMs = m.ms;
+    this.lastSeq = m.seq;
+    this.sink.sendMessage(frame);
+  }
+}

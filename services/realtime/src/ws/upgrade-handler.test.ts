@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeVerifier } from '@service-relay/testkit';
+import { issueToken, startRealtime, type RealtimeInstance } from '../test-support/realtime-harness';
+import { WsTestClient } from '../test-support/ws-test-client';
+
+const CHALLENGE = 'Bearer realm="service-relay", error="invalid_token"';
+
+describe('WebSocket upgrade authentication', () => {
+  const verifier = new FakeVerifier();
+  let rt: RealtimeInstance;
+
+  beforeAll(async () => {
+    await verifier.start();
+    rt = await startRealtime({ verifier });
+  });
+  afterAll(async () => {
+    await rt.stop();
+    await verifier.stop();
+  });
+
+  it('accepts the token from the Authorization header in any scheme case, or from access_token', async () => {
+    const { token, identity } = issueToken(verifier);
+    for (const opts of [{ scheme: 'Bearer' }, { scheme: 'bEARER' }, { via: 'query' as const }]) {
+      const c = await WsTestClient.connect(rt.ws, token, opts);
+      expect(c.frames[0]).toMatchObject({ type: 'ready', tenant_id: identity.tenantId });
+      await c.close();
+    }
+  });
+
+  it('answers a missing, malformed or rejected token with the contract 401 before upgrading', async () => {
+    const { token } = issueToken(verifier, { expiresAt: Math.floor(Date.now() / 1000) - 1 });
+    const cases: [string, Record<string, string>][] = [
+      [rt.ws, {}],
+      [rt.ws, { authorization: 'Basic abc' }],
+      [rt.ws, { authorization: 'Bearer' }],
+      [rt.ws, { authorization: 'Bearer unknown-token' }],
+      [`${rt.ws}?access_token=unknown-token`, {}],
+      [rt.ws, { authorization: `Bearer ${token}` }],
+    ];
+    for (const [url, headers] of cases) {
+      const r = await WsTestClient.refusal(url, headers);
+      expect(r.status).toBe(401);
+      expect(r.headers['www-authenticate']).toBe(CHALLENGE);
+      expect(r.body).toBe('{"errors":["invalid_or_missing_token"]}');
+    }
+  });
+
+  it('answers 503 auth_unavailable when the verifier cannot decide, and never passes', async () => {
+    const { token } = issueToken(verifier);
+    verifier.unavailable = true;
+    try {
+      const r = await WsTestClient.refusal(rt.ws, { authorization: `Bearer ${token}` });
+      expect(r).toMatchObject({ status: 503, body: '{"errors":["auth_unavailable"]}' });
+    } finally {
+      verifier.unavailable = false;
+    }
+  });
+
+  it('answers 503 when the verifier is not reachable at all', async () => {
+    const gone = new FakeVerifier();
+    await gone.start();
+    const rt2 = await startRealtime({ verifier: gone, env: { VERIFY_DEADLINE_MS: '300' } });
+    await gone.stop();
+    const r = await WsTestClient.refusal(rt2.ws, { authorization: 'Bearer whatever' });
+    expect(r.status).toBe(503);
+    await rt2.stop();
+  });
+
+  it('never writes a query token to the logs', async () => {
+    const secret = 'query-token-that-must-not-be-logged';
+    await WsTestClient.refusal(`${rt.ws}?access_token=${secret}&x=1`);
+    expect(rt.logs.some((l) => l.includes('websocket upgrade refused'))).toBe(true);
+    expect(rt.logs.join('\n')).not.toContain(secret);
+  });
+
+  it('serves only /ws for upgrades', async () => {
+    const { token } = issueToken(verifier);
+    const r = await WsTestClient.refusal(rt.ws.replace('/ws', '/other'), { authorization: `Bearer ${token}` });
+    expect(r).toMatchObject({ status: 404, body: '{"errors":["not_found"]}' });
+  });
+});

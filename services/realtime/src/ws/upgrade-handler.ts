@@ -1,0 +1,79 @@
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { codeOf, errorBody, redactUrl, type ErrorCode, type Logger } from '@service-relay/core';
+import type { VerifiedIdentity } from '@service-relay/verifier-client';
+import type { WebSocket, WebSocketServer } from 'ws';
+import type { RealtimeMetrics } from '../metrics';
+import type { Scheduler } from '../realtime/scheduler';
+import type { ConnectionRegistry } from './connection-registry';
+
+export const WS_PATH = '/ws';
+const BEARER_CHALLENGE = 'WWW-Authenticate: Bearer realm="service-relay", error="invalid_token"\r\n';
+
+export interface UpgradeOptions {
+  wss: WebSocketServer;
+  registry: ConnectionRegistry;
+  scheduler: Scheduler;
+  metrics: RealtimeMetrics;
+  logger: Logger;
+  accept(ws: WebSocket, identity: VerifiedIdentity, token: string): void;
+}
+
+/**
+ * The HTTP server's 'upgrade' listener: the token is verified before the
+ * handshake is answered, so a refused client never gets a WebSocket, only the
+ * contract's 401 (or 503 when the verifier cannot answer).
+ */
+export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+  return (req, socket, head) => {
+    // A client that vanishes mid-check must not crash the process.
+    socket.on('error', () => {});
+    const url = req.url ?? '/';
+    if (url.split('?', 1)[0] !== WS_PATH) return reject(socket, 404, 'not_found');
+    const token = tokenOf(req);
+    if (token === undefined) return refuse(opts, socket, 'invalid_or_missing_token', url, 'missing');
+    opts.registry.verifyFresh(token).then(
+      (result) => {
+        if (socket.destroyed) return;
+        if (!result.valid) return refuse(opts, socket, 'invalid_or_missing_token', url, result.reason);
+        if (result.identity.expiresAt * 1000 <= opts.scheduler.now()) return refuse(opts, socket, 'invalid_or_missing_token', url, 'expired');
+        opts.metrics.upgrades.inc({ result: 'accepted' });
+        opts.wss.handleUpgrade(req, socket, head, (ws) => opts.accept(ws, result.identity, token));
+      },
+      (err: unknown) => {
+        if (socket.destroyed) return;
+        refuse(opts, socket, codeOf(err) === 'auth_unavailable' ? 'auth_unavailable' : 'internal', url, 'verifier failed');
+      },
+    );
+  };
+}
+
+/** `Authorization: Bearer` (scheme in any case) wins; browsers use `access_token`. */
+function tokenOf(req: IncomingMessage): string | undefined {
+  const header = req.headers.authorization;
+  if (header !== undefined) return /^bearer +(\S+) *$/i.exec(header)?.[1];
+  const q = (req.url ?? '').indexOf('?');
+  if (q < 0) return undefined;
+  const token = new URLSearchParams(req.url!.slice(q + 1)).get('access_token');
+  return token ? token : undefined;
+}
+
+function refuse(opts: UpgradeOptions, socket: Duplex, code: ErrorCode, url: string, reason: string): void {
+  opts.metrics.upgrades.inc({ result: code === 'invalid_or_missing_token' ? 'refused' : 'unavailable' });
+  // The URL may carry the token in its query: only the redacted form is logged.
+  opts.logger.info({ url: redactUrl(url), reason, code }, 'websocket upgrade refused');
+  reject(socket, code === 'invalid_or_missing_token' ? 401 : code === 'auth_unavailable' ? 503 : 500, code);
+}
+
+function reject(socket: Duplex, status: number, code: ErrorCode): void {
+  const body = errorBody(code);
+  const challenge = status === 401 ? BEARER_CHALLENGE : '';
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      challenge +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
+}

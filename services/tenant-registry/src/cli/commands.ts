@@ -1,0 +1,124 @@
+import type { CliConfig } from './config';
+
+export interface CliOutput {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+interface Command {
+  args: string;
+  help: string;
+  request(args: string[]): { method: string; path: string };
+}
+
+const tenantPath = (suffix: string) => (args: string[]) => ({ method: 'POST', path: `/admin/tenants/${encodeURIComponent(args[0]!)}${suffix}` });
+
+export const COMMANDS: Record<string, Command> = {
+  'create-tenant': { args: '', help: 'create a tenant; prints its host-sync credential (shown once)', request: () => ({ method: 'POST', path: '/admin/tenants' }) },
+  'list-tenants': { args: '[--limit N] [--cursor C]', help: 'list tenants, oldest first', request: listRequest },
+  'get-tenant': { args: 'ID', help: 'show one tenant', request: (args) => ({ method: 'GET', path: `/admin/tenants/${encodeURIComponent(args[0]!)}` }) },
+  disable: { args: 'ID', help: 'disable a tenant (its tokens and fetches are refused)', request: tenantPath('/disable') },
+  enable: { args: 'ID', help: 'enable a disabled tenant', request: tenantPath('/enable') },
+  'rotate-secret': { args: 'ID', help: 'new JWT primary; the old primary becomes the previous', request: tenantPath('/jwt_secret/rotate') },
+  'expire-previous': { args: 'ID', help: 'stop accepting the previous JWT secret', request: tenantPath('/jwt_secret/expire_previous') },
+  'revoke-all': { args: 'ID', help: 'incident: new primary, no previous, new host-sync secret', request: tenantPath('/jwt_secret/revoke_all') },
+  'rotate-host-sync': { args: 'ID', help: 'new host-sync client secret (printed once)', request: tenantPath('/host_sync/rotate') },
+};
+
+export function usage(): string {
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${`${name} ${c.args}`.padEnd(44)}${c.help}`);
+  return [
+    'usage: npm run admin -- <command> [args]',
+    '',
+    ...lines,
+    `  ${'help'.padEnd(44)}show this text`,
+    '',
+    'REGISTRY_URL (default http://127.0.0.1:8082) is the registry; ADMIN_TOKEN comes from the',
+    'environment, else from DATA_DIR/secrets.env (DATA_DIR defaults to ./.data).',
+  ].join('\n');
+}
+
+class UsageError extends Error {}
+
+function listRequest(args: string[]): { method: string; path: string } {
+  const query = new URLSearchParams();
+  for (let i = 0; i < args.length; i += 2) {
+    const flag = args[i]!;
+    const value = args[i + 1];
+    if ((flag !== '--limit' && flag !== '--cursor') || value === undefined) throw new UsageError(`list-tenants takes --limit N and --cursor C, got ${JSON.stringify(flag)}`);
+    query.set(flag.slice(2), value);
+  }
+  const q = query.toString();
+  return { method: 'GET', path: `/admin/tenants${q ? `?${q}` : ''}` };
+}
+
+/** Runs one command; returns the exit code (0 ok, 1 the registry refused or is unreachable, 2 bad usage). */
+export async function runAdminCli(argv: string[], config: CliConfig, io: CliOutput): Promise<number> {
+  const [name, ...args] = argv;
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    (name === undefined ? io.err : io.out)(usage());
+    return name === undefined ? 2 : 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) return usageError(io, `unknown command ${JSON.stringify(name)}`);
+  let request: { method: string; path: string };
+  try {
+    if (command.args === 'ID' && args.length !== 1) throw new UsageError(`${name} takes exactly one tenant id`);
+    if (command.args === '' && args.length !== 0) throw new UsageError(`${name} takes no arguments`);
+    request = command.request(args);
+  } catch (err) {
+    if (err instanceof UsageError) return usageError(io, err.message);
+    throw err;
+  }
+  if (!/^https?:\/\/[^/]/.test(config.registryUrl)) return usageError(io, `REGISTRY_URL must be an http(s) URL, got ${JSON.stringify(config.registryUrl)}`);
+  if (config.adminToken === undefined) {
+    io.err(`error: ADMIN_TOKEN is not set and ${config.secretsFile} does not exist`);
+    return 1;
+  }
+  let res: Response;
+  try {
+    res = await fetch(`${config.registryUrl}${request.path}`, {
+      method: request.method,
+      headers: { authorization: `Bearer ${config.adminToken}` },
+      signal: AbortSignal.timeout(10_000),
+    });
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    const detail = cause?.code ?? cause?.message ?? (err as Error).message;
+    io.err(`error: cannot reach the tenant registry at ${config.registryUrl} (${detail})`);
+    return 1;
+  }
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  if (res.ok && body !== undefined) {
+    io.out(JSON.stringify(body, null, 2));
+    return 0;
+  }
+  io.err(`error: ${describeFailure(res.status, body, args[0])}`);
+  return 1;
+}
+
+function describeFailure(status: number, body: unknown, id: string | undefined): string {
+  const codes = (body as { errors?: unknown } | undefined)?.errors;
+  const code = Array.isArray(codes) ? codes.join(', ') : undefined;
+  switch (code) {
+    case 'invalid_admin_token':
+      return 'the registry refused the admin token (401 invalid_admin_token); check ADMIN_TOKEN';
+    case 'tenant_not_found':
+      return `no tenant ${id} (404 tenant_not_found)`;
+    case 'invalid_tenant_id':
+      return `${JSON.stringify(id)} is not a tenant id (400 invalid_tenant_id)`;
+    default:
+      return `the registry answered ${status}${code ? ` ${code}` : ''}`;
+  }
+}
+
+function usageError(io: CliOutput, message: string): number {
+  io.err(`error: ${message}; run \`npm run admin -- help\``);
+  return 2;
+}

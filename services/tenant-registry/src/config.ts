@@ -1,0 +1,53 @@
+import { resolve, join } from 'node:path';
+import { DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type RedisSettings } from '@service-relay/core';
+
+export type DatabaseSettings =
+  | { kind: 'postgres'; url: string }
+  /** Embedded PostgreSQL (PGlite) on disk. */
+  | { kind: 'pglite'; dir: string };
+
+export interface RegistryConfig {
+  httpPort: number;
+  grpcPort: number;
+  dataDir: string;
+  database: DatabaseSettings;
+  redis: RedisSettings;
+  adminToken: string;
+  internalToken: string;
+  /** 32 bytes; encrypts JWT secrets and keys the host-sync hash. */
+  secretsKey: Buffer;
+  logLevel: string;
+}
+
+export interface LoadConfigOptions {
+  /** True when this service runs in its own process (then REDIS_URL is required). */
+  standalone: boolean;
+}
+
+/** Reads and validates every variable once; a bad value throws a ConfigError naming it. */
+export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: false }): RegistryConfig {
+  const r = new EnvReader(env);
+  const httpPort = r.port('REGISTRY_HTTP_PORT', DEFAULT_PORTS.REGISTRY_HTTP_PORT);
+  const grpcPort = r.port('REGISTRY_GRPC_PORT', DEFAULT_PORTS.REGISTRY_GRPC_PORT);
+  const dataDir = resolve(r.string('DATA_DIR', './.data'));
+  const databaseUrl = r.optionalUrl('DATABASE_URL', ['postgres:', 'postgresql:']);
+  const database: DatabaseSettings = databaseUrl ? { kind: 'postgres', url: databaseUrl } : { kind: 'pglite', dir: join(dataDir, 'pg') };
+  const redis = readRedisSettings(r);
+  requireRedisWhenAlone(redis, opts.standalone);
+  return Object.freeze({
+    httpPort,
+    grpcPort,
+    dataDir,
+    database: Object.freeze(database),
+    redis: Object.freeze(redis),
+    adminToken: r.credential('ADMIN_TOKEN'),
+    internalToken: r.credential('INTERNAL_TOKEN'),
+    secretsKey: r.secretsKey(),
+    logLevel: r.logLevel(),
+  });
+}
+
+/** The process environment, for main.ts (only config files touch process.env). */
+export function processEnv(): Env {
+  return process.env;
+}

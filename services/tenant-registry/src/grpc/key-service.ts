@@ -1,0 +1,67 @@
+import type * as grpc from '@grpc/grpc-js';
+import { isCanonicalUuid, type Logger } from '@service-relay/core';
+import { grpcError, hasInternalToken, REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE, serviceDefinition } from '@service-relay/grpc';
+import type { RegistryMetrics } from '../metrics';
+import type { TenantStore } from '../store/tenant-store';
+
+interface GetTenantKeysRequest {
+  tenant_id: string;
+}
+
+interface SigningKeyMessage {
+  secret: string;
+  key_version: number;
+}
+
+interface GetTenantKeysResponse {
+  found: boolean;
+  disabled: boolean;
+  version: number;
+  primary?: SigningKeyMessage;
+  previous?: SigningKeyMessage;
+}
+
+/**
+ * relay.registry.v1.KeyService: the only place JWT secrets are decrypted for
+ * another service. Callers must present INTERNAL_TOKEN. A disabled tenant's
+ * secrets are not handed out at all: nothing may verify with them.
+ */
+export function addKeyService(server: grpc.Server, store: TenantStore, internalToken: string, metrics: RegistryMetrics, logger: Logger): void {
+  server.addService(serviceDefinition(REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE), {
+    GetTenantKeys: (call: grpc.ServerUnaryCall<GetTenantKeysRequest, GetTenantKeysResponse>, callback: grpc.sendUnaryData<GetTenantKeysResponse>) => {
+      if (!hasInternalToken(call.metadata, internalToken)) {
+        metrics.keyCall('unauthenticated');
+        callback(grpcError('invalid_internal_token'));
+        return;
+      }
+      const tenantId = call.request.tenant_id;
+      lookup(store, tenantId).then(
+        (response) => {
+          metrics.keyCall(response.found ? 'found' : 'not_found');
+          callback(null, response);
+        },
+        (err: unknown) => {
+          metrics.keyCall('error');
+          logger.error({ err, tenant_id: isCanonicalUuid(tenantId) ? tenantId : undefined }, 'GetTenantKeys failed');
+          // The verifier fails closed on this; it must not read as "no such tenant".
+          callback(grpcError('unavailable'));
+        },
+      );
+    },
+  });
+}
+
+async function lookup(store: TenantStore, tenantId: string): Promise<GetTenantKeysResponse> {
+  // Malformed ids are never issued, so they are simply not found.
+  const keys = isCanonicalUuid(tenantId) ? await store.getKeys(tenantId) : undefined;
+  if (!keys) return { found: false, disabled: false, version: 0 };
+  if (keys.disabled) return { found: true, disabled: true, version: keys.version };
+  const response: GetTenantKeysResponse = {
+    found: true,
+    disabled: false,
+    version: keys.version,
+    primary: { secret: keys.primary.secret, key_version: keys.primary.keyVersion },
+  };
+  if (keys.previous) response.previous = { secret: keys.previous.secret, key_version: keys.previous.keyVersion };
+  return response;
+}

@@ -1,0 +1,242 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestRegistry, type TestRegistry } from '../testing/test-registry';
+
+const VIEW_KEYS = ['created_at', 'disabled', 'has_previous_secret', 'host_sync_client_id', 'tenant_id', 'updated_at'];
+const UNKNOWN_ID = '6f1d2a7e-3c1b-4e55-8a2f-0b9c8d7e6f50';
+
+let reg: TestRegistry;
+beforeAll(async () => {
+  reg = await startTestRegistry();
+});
+afterAll(async () => {
+  await reg?.stop();
+});
+
+async function json(res: Response): Promise<Record<string, unknown>> {
+  return (await res.json()) as Record<string, unknown>;
+}
+
+async function createTenant(): Promise<Record<string, unknown>> {
+  const res = await reg.admin('POST', '/admin/tenants');
+  expect(res.status).toBe(201);
+  return json(res);
+}
+
+function eventsFor(tenantId: unknown) {
+  return reg.events.filter((e) => e.tenant_id === tenantId).map(({ kind, version, revoked_key_versions }) => ({ kind, version, revoked_key_versions }));
+}
+
+describe('admin API', () => {
+  it('creates a tenant: 201, the view plus the host-sync secret once, and a created event', async () => {
+    const res = await reg.admin('POST', '/admin/tenants');
+    expect(res.status).toBe(201);
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const body = await json(res);
+    expect(Object.keys(body).sort()).toEqual([...VIEW_KEYS, 'host_sync_client_secret'].sort());
+    expect(body).toMatchObject({
+      tenant_id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/),
+      host_sync_client_id: expect.stringMatching(/^hs_[0-9a-f]{32}$/),
+      host_sync_client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      disabled: false,
+      has_previous_secret: false,
+    });
+    expect(new Date(body.created_at as string).toISOString()).toBe(body.created_at);
+    expect(eventsFor(body.tenant_id)).toEqual([{ kind: 'created', version: 1, revoked_key_versions: [] }]);
+
+    const get = await reg.admin('GET', `/admin/tenants/${body.tenant_id as string}`);
+    expect(get.status).toBe(200);
+    const view = await json(get);
+    expect(Object.keys(view).sort()).toEqual(VIEW_KEYS);
+    expect(view).toEqual({ ...body, host_sync_client_secret: undefined });
+  });
+
+  it('accepts an empty or {} body on create and refuses anything else with 400 invalid_body', async () => {
+    for (const body of ['', '{}', ' { } ']) {
+      expect((await reg.admin('POST', '/admin/tenants', { body, headers: { 'content-type': 'application/json' } })).status).toBe(201);
+    }
+    for (const body of ['{', '{"name":"x"}', '[]', 'null', 'hello']) {
+      const res = await reg.admin('POST', '/admin/tenants', { body, headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBe(400);
+      expect(await res.text()).toBe('{"errors":["invalid_body"]}');
+    }
+    const big = await reg.admin('POST', '/admin/tenants', { body: `{"x":"${'a'.repeat(5000)}"}`, headers: { 'content-type': 'application/json' } });
+    expect(big.status).toBe(413);
+    expect(await big.text()).toBe('{"errors":["payload_too_large"]}');
+  });
+
+  it('disables and enables, publishing only real changes', async () => {
+    const t = await createTenant();
+    const id = t.tenant_id as string;
+    const disabled = await reg.admin('POST', `/admin/tenants/${id}/disable`);
+    expect(disabled.status).toBe(200);
+    expect(await json(disabled)).toMatchObject({ tenant_id: id, disabled: true });
+    const again = await reg.admin('POST', `/admin/tenants/${id}/disable`);
+    expect(await json(again)).toMatchObject({ disabled: true });
+    const enabled = await reg.admin('POST', `/admin/tenants/${id}/enable`);
+    expect(enabled.status).toBe(200);
+    const view = await json(enabled);
+    expect(Object.keys(view).sort()).toEqual(VIEW_KEYS);
+    expect(view.disabled).toBe(false);
+    expect(eventsFor(id)).toEqual([
+      { kind: 'created', version: 1, revoked_key_versions: [] },
+      { kind: 'disabled', version: 2, revoked_key_versions: [] },
+      { kind: 'enabled', version: 3, revoked_key_versions: [] },
+    ]);
+  });
+
+  it('rotates, expires the previous and revokes all, with the revoked key versions', async () => {
+    const id = (await createTenant()).tenant_id as string;
+    const rotated = await json(await reg.admin('POST', `/admin/tenants/${id}/jwt_secret/rotate`));
+    expect(rotated).toMatchObject({ has_previous_secret: true });
+    expect(rotated).not.toHaveProperty('host_sync_client_secret');
+    await reg.admin('POST', `/admin/tenants/${id}/jwt_secret/rotate`);
+    const expired = await reg.admin('POST', `/admin/tenants/${id}/jwt_secret/expire_previous`);
+    expect(expired.status).toBe(200);
+    expect(await json(expired)).toMatchObject({ has_previous_secret: false });
+    const noop = await reg.admin('POST', `/admin/tenants/${id}/jwt_secret/expire_previous`);
+    expect(noop.status).toBe(200);
+    await reg.admin('POST', `/admin/tenants/${id}/jwt_secret/rotate`);
+    const revoked = await reg.admin('POST', `/admin/tenants/${id}/jwt_secret/revoke_all`);
+    expect(revoked.status).toBe(200);
+    const body = await json(revoked);
+    expect(Object.keys(body).sort()).toEqual([...VIEW_KEYS, 'host_sync_client_secret'].sort());
+    expect(body).toMatchObject({ has_previous_secret: false, host_sync_client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+    expect(eventsFor(id)).toEqual([
+      { kind: 'created', version: 1, revoked_key_versions: [] },
+      { kind: 'rotated', version: 2, revoked_key_versions: [] },
+      { kind: 'rotated', version: 3, revoked_key_versions: [1] },
+      { kind: 'previous_expired', version: 4, revoked_key_versions: [2] },
+      { kind: 'rotated', version: 5, revoked_key_versions: [] },
+      { kind: 'revoked_all', version: 6, revoked_key_versions: [4, 3] },
+    ]);
+  });
+
+  it('rotates the host-sync secret with no tenant event', async () => {
+    const created = await createTenant();
+    const id = created.tenant_id as string;
+    const res = await reg.admin('POST', `/admin/tenants/${id}/host_sync/rotate`);
+    expect(res.status).toBe(200);
+    const body = await json(res);
+    expect(body).toMatchObject({ tenant_id: id, host_sync_client_id: created.host_sync_client_id, host_sync_client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+    expect(body.host_sync_client_secret).not.toBe(created.host_sync_client_secret);
+    expect(eventsFor(id)).toEqual([{ kind: 'created', version: 1, revoked_key_versions: [] }]);
+  });
+
+  it('answers an admin call only after every consumer applied its event', async () => {
+    const applied: string[] = [];
+    const off = reg.bus.subscribe(async (e) => {
+      await new Promise((r) => setImmediate(r));
+      applied.push(e.kind);
+    });
+    try {
+      const id = (await createTenant()).tenant_id as string;
+      expect(applied).toEqual(['created']);
+      await reg.admin('POST', `/admin/tenants/${id}/disable`);
+      expect(applied).toEqual(['created', 'disabled']);
+    } finally {
+      off();
+    }
+  });
+
+  it('serializes ten simultaneous rotations over HTTP', async () => {
+    const id = (await createTenant()).tenant_id as string;
+    const results = await Promise.all(Array.from({ length: 10 }, () => reg.admin('POST', `/admin/tenants/${id}/jwt_secret/rotate`)));
+    expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
+    const versions = eventsFor(id).map((e) => e.version);
+    expect(versions.sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+  });
+
+  it('pages the tenant list with an opaque cursor', async () => {
+    for (let i = 0; i < 3; i++) await createTenant();
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const res = await reg.admin('GET', `/admin/tenants?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { tenants: Array<Record<string, unknown>>; next_cursor: string | null };
+      expect(Object.keys(body).sort()).toEqual(['next_cursor', 'tenants']);
+      expect(body.tenants.length).toBeLessThanOrEqual(2);
+      for (const t of body.tenants) expect(Object.keys(t).sort()).toEqual(VIEW_KEYS);
+      seen.push(...body.tenants.map((t) => t.tenant_id as string));
+      cursor = body.next_cursor;
+      pages += 1;
+    } while (cursor);
+    const all = (await (await reg.admin('GET', '/admin/tenants?limit=100')).json()) as { tenants: Array<{ tenant_id: string }>; next_cursor: null };
+    expect(all.next_cursor).toBeNull();
+    expect(seen).toEqual(all.tenants.map((t) => t.tenant_id));
+    expect(pages).toBe(Math.ceil(seen.length / 2));
+  });
+
+  it('refuses a bad limit or cursor with 400 invalid_query', async () => {
+    for (const q of ['limit=0', 'limit=101', 'limit=abc', 'limit=1.5', 'limit=-1', 'limit=1&limit=2', 'cursor=%%%', 'cursor=bm9wZQ', 'cursor=a&cursor=b']) {
+      const res = await reg.admin('GET', `/admin/tenants?${q}`);
+      expect(res.status, q).toBe(400);
+      expect(await res.text()).toBe('{"errors":["invalid_query"]}');
+    }
+  });
+
+  it('refuses a missing or wrong admin token with 401 invalid_admin_token', async () => {
+    const cases: Array<Record<string, string>> = [
+      {},
+      { authorization: '' },
+      { authorization: `Bearer ${reg.adminToken}x` },
+      { authorization: `Basic ${reg.adminToken}` },
+      { authorization: reg.adminToken },
+    ];
+    for (const headers of cases) {
+      for (const [method, path] of [['POST', '/admin/tenants'], ['GET', '/admin/tenants'], ['GET', `/admin/tenants/${UNKNOWN_ID}`], ['POST', '/admin/nope']]) {
+        const res = await fetch(`${reg.baseUrl}${path}`, { method, headers });
+        expect(res.status).toBe(401);
+        expect(res.headers.get('www-authenticate')).toBe('Bearer realm="service-relay"');
+        expect(await res.text()).toBe('{"errors":["invalid_admin_token"]}');
+      }
+    }
+  });
+
+  it('answers 404 tenant_not_found for an unknown tenant on every call', async () => {
+    const calls = [['GET', ''], ['POST', '/disable'], ['POST', '/enable'], ['POST', '/jwt_secret/rotate'], ['POST', '/jwt_secret/expire_previous'], ['POST', '/jwt_secret/revoke_all'], ['POST', '/host_sync/rotate']];
+    for (const [method, suffix] of calls) {
+      const res = await reg.admin(method!, `/admin/tenants/${UNKNOWN_ID}${suffix!}`);
+      expect(res.status).toBe(404);
+      expect(await res.text()).toBe('{"errors":["tenant_not_found"]}');
+    }
+  });
+
+  it('answers 400 invalid_tenant_id for malformed ids, never a 500', async () => {
+    const ids = ['nope', UNKNOWN_ID.toUpperCase(), `${UNKNOWN_ID}0`, '%E0%A4%A', '%00', "1'%20OR%20'1'='1", 'a'.repeat(5000)];
+    for (const id of ids) {
+      for (const [method, suffix] of [['GET', ''], ['POST', '/jwt_secret/rotate']]) {
+        const res = await reg.admin(method!, `/admin/tenants/${id}${suffix!}`);
+        expect(res.status, id).toBe(400);
+        expect(await res.text()).toBe('{"errors":["invalid_tenant_id"]}');
+      }
+    }
+  });
+
+  it('answers 405 with Allow for a wrong method and 404 not_found for an unknown path', async () => {
+    const wrong = await reg.admin('DELETE', `/admin/tenants/${UNKNOWN_ID}`);
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.get('allow')).toBe('GET');
+    expect(await wrong.text()).toBe('{"errors":["method_not_allowed"]}');
+    expect((await reg.admin('GET', `/admin/tenants/${UNKNOWN_ID}/disable`)).headers.get('allow')).toBe('POST');
+    for (const path of ['/admin/tenants/x/y/z', '/admin', '/nope', '/api/host/tenants']) {
+      const res = await reg.admin('GET', path);
+      expect(res.status, path).toBe(404);
+      expect(await res.text()).toBe('{"errors":["not_found"]}');
+    }
+  });
+
+  it('never writes a secret or the admin token to the log', async () => {
+    const created = await createTenant();
+    const revoked = await json(await reg.admin('POST', `/admin/tenants/${created.tenant_id as string}/jwt_secret/revoke_all`));
+    const rotated = await json(await reg.admin('POST', `/admin/tenants/${created.tenant_id as string}/host_sync/rotate`));
+    await reg.admin('GET', '/admin/tenants', { headers: { authorization: 'Bearer wrong-token-that-should-not-be-logged' } });
+    const logs = reg.logs();
+    expect(logs).toContain(created.tenant_id as string);
+    for (const secret of [reg.adminToken, created.host_sync_client_secret, revoked.host_sync_client_secret, rotated.host_sync_client_secret, 'wrong-token-that-should-not-be-logged']) {
+      expect(logs).not.toContain(secret as string);
+    }
+  });
+});

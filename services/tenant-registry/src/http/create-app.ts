@@ -1,0 +1,59 @@
+import { randomUUID } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { isRelayError, redactUrl, type Logger } from '@service-relay/core';
+import type { RegistryMetrics } from '../metrics';
+import type { HostSyncCheck } from '../tenants/host-sync-check';
+import type { TenantAdmin } from '../tenants/tenant-admin';
+import { adminRouter } from './admin-router';
+import { hostSyncFetch } from './host-sync-fetch';
+import { sendError } from './send';
+
+export interface AppDeps {
+  admin: TenantAdmin;
+  hostSync: HostSyncCheck;
+  adminToken: string;
+  metrics: RegistryMetrics;
+  logger: Logger;
+}
+
+// Same rule as the gateway, which sends its id upstream.
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The registry's HTTP API: host-sync fetch and admin API (ops endpoints are served in front of it). */
+export function createApp(deps: AppDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+
+  app.use((req, res, next) => {
+    const header = req.headers['x-request-id'];
+    const requestId = typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
+    res.setHeader('x-request-id', requestId);
+    const started = performance.now();
+    res.on('finish', () => {
+      deps.logger.info(
+        { req_id: requestId, method: req.method, path: redactUrl(req.originalUrl).slice(0, 256), status: res.statusCode, ms: Math.round(performance.now() - started) },
+        'request',
+      );
+    });
+    next();
+  });
+
+  app.use(hostSyncFetch(deps.hostSync, deps.metrics, deps.logger));
+  app.use('/admin', adminRouter(deps.admin, deps.adminToken, deps.metrics));
+  app.use((_req, res) => sendError(res, 'not_found'));
+
+  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    if (res.headersSent) return;
+    if (isRelayError(err)) return sendError(res, err.code);
+    // A path parameter that is not valid percent-encoding: the only parameter is the tenant id.
+    if (err instanceof URIError) return sendError(res, 'invalid_tenant_id');
+    const bodyError = err as { type?: unknown; status?: unknown };
+    if (bodyError.type === 'entity.too.large') return sendError(res, 'payload_too_large');
+    if (typeof bodyError.status === 'number' && bodyError.status >= 400 && bodyError.status < 500) return sendError(res, 'invalid_body');
+    deps.logger.error({ err }, 'request failed');
+    sendError(res, 'internal');
+  });
+
+  return app;
+}

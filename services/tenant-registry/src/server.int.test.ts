@@ -1,0 +1,63 @@
+import { createLogger } from '@service-relay/core';
+import { RedisTenantEventBus, type TenantEvent } from '@service-relay/tenant-events';
+import { createTestDatabase, TEST_REDIS_URL, uniqueRedisPrefix, type TestDatabase } from '@service-relay/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestRegistry, type TestRegistry } from './testing/test-registry';
+
+const silent = createLogger({ service: 'test', level: 'silent' });
+
+let database: TestDatabase;
+let reg: TestRegistry;
+let consumer: RedisTenantEventBus;
+const received: TenantEvent[] = [];
+
+beforeAll(async () => {
+  database = await createTestDatabase('registry_srv');
+  const prefix = uniqueRedisPrefix('registry');
+  consumer = new RedisTenantEventBus(TEST_REDIS_URL, prefix, silent);
+  // Another process's consumer: it acknowledges only after its handler ran.
+  consumer.subscribe(async (e) => {
+    await new Promise((r) => setImmediate(r));
+    received.push(e);
+  });
+  await consumer.ready();
+  reg = await startTestRegistry({
+    env: { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix },
+    bus: new RedisTenantEventBus(TEST_REDIS_URL, prefix, silent),
+  });
+});
+afterAll(async () => {
+  await reg?.stop();
+  await consumer?.close();
+  await database?.drop();
+});
+
+describe('tenant-registry on PostgreSQL and Redis', () => {
+  it('reports the database and the tenant event bus in /readyz', async () => {
+    const res = await fetch(`${reg.baseUrl}/readyz`);
+    expect(await res.json()).toEqual({ status: 'ready', checks: { database: true, tenant_events: true } });
+  });
+
+  it('answers an admin call only after a consumer in another process applied the event', async () => {
+    const created = (await (await reg.admin('POST', '/admin/tenants')).json()) as { tenant_id: string };
+    expect(received.filter((e) => e.tenant_id === created.tenant_id).map((e) => e.kind)).toEqual(['created']);
+    await reg.admin('POST', `/admin/tenants/${created.tenant_id}/jwt_secret/rotate`);
+    await reg.admin('POST', `/admin/tenants/${created.tenant_id}/jwt_secret/revoke_all`);
+    expect(received.filter((e) => e.tenant_id === created.tenant_id).map(({ kind, version, revoked_key_versions }) => ({ kind, version, revoked_key_versions }))).toEqual([
+      { kind: 'created', version: 1, revoked_key_versions: [] },
+      { kind: 'rotated', version: 2, revoked_key_versions: [] },
+      { kind: 'revoked_all', version: 3, revoked_key_versions: [2, 1] },
+    ]);
+  });
+
+  it('keeps tenants across a restart on PostgreSQL', async () => {
+    const t = (await (await reg.admin('POST', '/admin/tenants')).json()) as { tenant_id: string; host_sync_client_id: string; host_sync_client_secret: string };
+    const auth = `Basic ${Buffer.from(`${t.host_sync_client_id}:${t.host_sync_client_secret}`).toString('base64')}`;
+    const url = () => `${reg.baseUrl}/api/host/tenants/${t.tenant_id}/jwt_secret/fetch`;
+    const before = await (await fetch(url(), { method: 'POST', headers: { authorization: auth } })).text();
+    await reg.restart();
+    const res = await fetch(url(), { method: 'POST', headers: { authorization: auth } });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe(before);
+  });
+});

@@ -1,0 +1,97 @@
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import * as grpc from '@grpc/grpc-js';
+import { closeServer, createLogger, handleOps, listen, systemClock, type Clock, type Logger, type Service } from '@service-relay/core';
+import { bindServer, HealthService, REGISTRY_KEYS_SERVICE, stopServer } from '@service-relay/grpc';
+import { createTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
+import type { RegistryConfig } from './config';
+import { TenantCrypto } from './crypto/tenant-crypto';
+import { createDb } from './db/create-db';
+import type { Db } from './db/db';
+import { addKeyService } from './grpc/key-service';
+import { createApp } from './http/create-app';
+import { RegistryMetrics } from './metrics';
+import { TenantStore } from './store/tenant-store';
+import { HostSyncCheck } from './tenants/host-sync-check';
+import { TenantAdmin } from './tenants/tenant-admin';
+
+export interface RegistryDeps {
+  /** The shared bus when every service runs in one process; else one is made from config.redis. */
+  bus?: TenantEventBus;
+  logger?: Logger;
+  clock?: Clock;
+}
+
+export interface RegistryServer extends Service {
+  /** Bound ports, known once start() resolved (port 0 in config picks a free one). */
+  readonly httpPort: number;
+  readonly grpcPort: number;
+}
+
+/** Wires database, store, HTTP (admin API, host-sync fetch, ops) and gRPC (KeyService, health). */
+export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): RegistryServer {
+  const logger = deps.logger ?? createLogger({ service: 'tenant-registry', level: config.logLevel });
+  const ownsBus = deps.bus === undefined;
+  const bus = deps.bus ?? createTenantEventBus(config.redis, logger);
+  const metrics = new RegistryMetrics();
+  let db: Db | undefined;
+  let http: HttpServer | undefined;
+  let rpc: grpc.Server | undefined;
+  let health: HealthService | undefined;
+  let httpPort = 0;
+  let grpcPort = 0;
+
+  const readiness = async (): Promise<Record<string, boolean>> => {
+    const checks: Record<string, boolean> = { database: (await db?.ping()) ?? false };
+    if (config.redis.url !== undefined) checks.tenant_events = await bus.ready();
+    return checks;
+  };
+
+  const stop = async (): Promise<void> => {
+    health?.setAll('NOT_SERVING');
+    health?.endWatches();
+    await Promise.all([http && closeServer(http), rpc && stopServer(rpc)]);
+    http = undefined;
+    rpc = undefined;
+    if (ownsBus) await bus.close();
+    await db?.close();
+    db = undefined;
+  };
+
+  return {
+    get httpPort() {
+      return httpPort;
+    },
+    get grpcPort() {
+      return grpcPort;
+    },
+    async start() {
+      try {
+        db = await createDb(config.database);
+        const crypto = new TenantCrypto(config.secretsKey);
+        const store = new TenantStore(db, crypto, deps.clock ?? systemClock);
+        const app = createApp({
+          admin: new TenantAdmin(store, bus, logger),
+          hostSync: new HostSyncCheck(store, crypto.hostSync),
+          adminToken: config.adminToken,
+          metrics,
+          logger,
+        });
+        const ops = { metrics: metrics.registry, readiness };
+        http = createHttpServer((req, res) => {
+          if (!handleOps(req, res, ops)) app(req, res);
+        });
+        httpPort = await listen(http, config.httpPort);
+        rpc = new grpc.Server();
+        addKeyService(rpc, store, config.internalToken, metrics, logger);
+        health = new HealthService([REGISTRY_KEYS_SERVICE]);
+        health.addTo(rpc);
+        grpcPort = await bindServer(rpc, `0.0.0.0:${config.grpcPort}`);
+        logger.info({ http_port: httpPort, grpc_port: grpcPort, database: config.database.kind }, 'tenant-registry listening');
+      } catch (err) {
+        await stop().catch(() => {});
+        throw err;
+      }
+    },
+    stop,
+  };
+}

@@ -1,0 +1,187 @@
+import { randomBytes } from 'node:crypto';
+import { ManualClock } from '@service-relay/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TenantCrypto } from '../crypto/tenant-crypto';
+import type { Db } from '../db/db';
+import { migrate } from '../db/migrate';
+import { TenantStore } from './tenant-store';
+
+/** Opens the same storage again each time (PGlite directory or PostgreSQL database). */
+export interface StoreHarness {
+  open(): Promise<Db>;
+  destroy(): Promise<void>;
+}
+
+/**
+ * The behaviour every Db driver must give the tenant store. Registered once per
+ * driver: tenant-store.test.ts (PGlite), tenant-store.int.test.ts (PostgreSQL).
+ */
+export function tenantStoreContract(driver: string, makeHarness: () => Promise<StoreHarness>): void {
+  describe(`tenant store on ${driver}`, () => {
+    const secretsKey = randomBytes(32);
+    const clock = new ManualClock(Date.parse('2030-01-01T00:00:00.000Z'));
+    let harness: StoreHarness;
+    let db: Db;
+    let store: TenantStore;
+
+    beforeAll(async () => {
+      harness = await makeHarness();
+      db = await harness.open();
+      store = new TenantStore(db, new TenantCrypto(secretsKey), clock);
+    });
+    afterAll(async () => {
+      await db?.close();
+      await harness?.destroy();
+    });
+
+    it('creates a tenant with a fresh id, client id, secrets and version 1', async () => {
+      const { tenant, hostSyncSecret, event } = await store.create();
+      expect(tenant.tenantId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(tenant.hostSyncClientId).toMatch(/^hs_[0-9a-f]{32}$/);
+      expect(hostSyncSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(tenant).toMatchObject({ disabled: false, version: 1, primaryKeyVersion: 1, previousKeyVersion: null });
+      expect(event).toEqual({ kind: 'created', version: 1, revokedKeyVersions: [] });
+      expect(await store.get(tenant.tenantId)).toEqual(tenant);
+      const keys = await store.getKeys(tenant.tenantId);
+      expect(keys?.primary.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(keys).toMatchObject({ version: 1, disabled: false, primary: { keyVersion: 1 }, previous: null });
+    });
+
+    it('reports unknown and malformed ids as absent', async () => {
+      expect(await store.get('7d4f1c1e-1b7a-4c38-9a55-2f7e0a4b9c10')).toBeUndefined();
+      expect(await store.get('not-a-uuid')).toBeUndefined();
+      expect(await store.rotate('7d4f1c1e-1b7a-4c38-9a55-2f7e0a4b9c10')).toBeUndefined();
+      expect(await store.getKeys("x' OR 1=1 --")).toBeUndefined();
+    });
+
+    it('disables and enables, bumping the version only on a real change', async () => {
+      const { tenant } = await store.create();
+      const disabled = await store.setDisabled(tenant.tenantId, true);
+      expect(disabled?.tenant).toMatchObject({ disabled: true, version: 2 });
+      expect(disabled?.event).toEqual({ kind: 'disabled', version: 2, revokedKeyVersions: [] });
+      const again = await store.setDisabled(tenant.tenantId, true);
+      expect(again?.tenant.version).toBe(2);
+      expect(again?.event).toBeUndefined();
+      const enabled = await store.setDisabled(tenant.tenantId, false);
+      expect(enabled?.event).toEqual({ kind: 'enabled', version: 3, revokedKeyVersions: [] });
+    });
+
+    it('rotates: the old primary becomes the previous, replacing any previous', async () => {
+      const { tenant } = await store.create();
+      const before = await store.getKeys(tenant.tenantId);
+      const first = await store.rotate(tenant.tenantId);
+      expect(first?.event).toEqual({ kind: 'rotated', version: 2, revokedKeyVersions: [] });
+      const afterFirst = await store.getKeys(tenant.tenantId);
+      expect(afterFirst?.previous).toEqual(before?.primary);
+      expect(afterFirst?.primary.keyVersion).toBe(2);
+      expect(afterFirst?.primary.secret).not.toBe(before?.primary.secret);
+      const second = await store.rotate(tenant.tenantId);
+      expect(second?.event).toEqual({ kind: 'rotated', version: 3, revokedKeyVersions: [1] });
+      const afterSecond = await store.getKeys(tenant.tenantId);
+      expect(afterSecond?.previous).toEqual(afterFirst?.primary);
+    });
+
+    it('expires the previous secret, and does nothing when there is none', async () => {
+      const { tenant } = await store.create();
+      expect((await store.expirePrevious(tenant.tenantId))?.event).toBeUndefined();
+      await store.rotate(tenant.tenantId);
+      const expired = await store.expirePrevious(tenant.tenantId);
+      expect(expired?.event).toEqual({ kind: 'previous_expired', version: 3, revokedKeyVersions: [1] });
+      expect(expired?.tenant.previousKeyVersion).toBeNull();
+      expect((await store.getKeys(tenant.tenantId))?.previous).toBeNull();
+    });
+
+    it('revokes all: new primary, no previous, new host-sync secret', async () => {
+      const created = await store.create();
+      const id = created.tenant.tenantId;
+      await store.rotate(id);
+      const before = await store.getKeys(id);
+      const revoked = await store.revokeAll(id);
+      expect(revoked?.event).toEqual({ kind: 'revoked_all', version: 3, revokedKeyVersions: [2, 1] });
+      expect(revoked?.hostSyncSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      const after = await store.getKeys(id);
+      expect(after?.previous).toBeNull();
+      expect(after?.primary.keyVersion).toBe(3);
+      expect([before?.primary.secret, before?.previous?.secret]).not.toContain(after?.primary.secret);
+      const cred = await store.findHostSyncCredential(id);
+      const hasher = new TenantCrypto(secretsKey).hostSync;
+      expect(hasher.matches(created.hostSyncSecret, cred!.secretHash)).toBe(false);
+      expect(hasher.matches(revoked!.hostSyncSecret!, cred!.secretHash)).toBe(true);
+    });
+
+    it('rotates the host-sync secret without touching tokens', async () => {
+      const created = await store.create();
+      const keys = await store.getKeys(created.tenant.tenantId);
+      clock.advance(1000);
+      const rotated = await store.rotateHostSync(created.tenant.tenantId);
+      expect(rotated?.event).toBeUndefined();
+      expect(rotated?.tenant.version).toBe(1);
+      expect(rotated?.tenant.updatedAt.getTime()).toBe(created.tenant.createdAt.getTime() + 1000);
+      expect(rotated?.hostSyncSecret).not.toBe(created.hostSyncSecret);
+      expect(await store.getKeys(created.tenant.tenantId)).toEqual(keys);
+    });
+
+    it('serializes ten simultaneous rotations: one primary, one previous, no lost version', async () => {
+      const { tenant } = await store.create();
+      const results = await Promise.all(Array.from({ length: 10 }, () => store.rotate(tenant.tenantId)));
+      expect(results.map((r) => r?.event?.version).sort((a, b) => a! - b!)).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+      // Each rotation revoked the previous it replaced, and no version twice.
+      const revoked = results.flatMap((r) => r?.event?.revokedKeyVersions ?? []).sort((a, b) => a - b);
+      expect(revoked).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      const keys = await store.getKeys(tenant.tenantId);
+      expect(keys).toMatchObject({ version: 11, primary: { keyVersion: 11 }, previous: { keyVersion: 10 } });
+      expect(keys?.primary.secret).not.toBe(keys?.previous?.secret);
+    });
+
+    it('pages through tenants in creation order with an opaque position', async () => {
+      clock.advance(60_000);
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) ids.push((await store.create()).tenant.tenantId);
+      const seen: string[] = [];
+      let page = await store.list(2);
+      seen.push(...page.tenants.map((t) => t.tenantId));
+      while (page.next) {
+        page = await store.list(2, page.next);
+        seen.push(...page.tenants.map((t) => t.tenantId));
+      }
+      expect(new Set(seen).size).toBe(seen.length);
+      // Same created_at for the last five: ties are broken by tenant id.
+      expect(seen.slice(-5)).toEqual([...ids].sort());
+    });
+
+    it('keeps no plaintext JWT or host-sync secret in the table', async () => {
+      const created = await store.create();
+      const id = created.tenant.tenantId;
+      await store.rotate(id);
+      const keys = await store.getKeys(id);
+      const rows = await db.query('SELECT * FROM tenants WHERE tenant_id = $1', [id]);
+      const raw = JSON.stringify(rows);
+      for (const secret of [created.hostSyncSecret, keys!.primary.secret, keys!.previous!.secret]) {
+        expect(raw).not.toContain(secret);
+        expect(raw).not.toContain(Buffer.from(secret).toString('base64'));
+        expect(raw).not.toContain(Buffer.from(secret).toString('hex'));
+      }
+      expect(rows[0]).toMatchObject({ primary_secret: expect.stringMatching(/^v1\./), previous_secret: expect.stringMatching(/^v1\./) });
+    });
+
+    it('keeps everything across a restart, and does not re-apply migrations', async () => {
+      const created = await store.create();
+      const id = created.tenant.tenantId;
+      await store.rotate(id);
+      const keys = await store.getKeys(id);
+      await db.close();
+      db = await harness.open();
+      store = new TenantStore(db, new TenantCrypto(secretsKey), clock);
+      expect(await migrate(db)).toEqual([]);
+      expect(await store.getKeys(id)).toEqual(keys);
+      const cred = await store.findHostSyncCredential(id);
+      expect(new TenantCrypto(secretsKey).hostSync.matches(created.hostSyncSecret, cred!.secretHash)).toBe(true);
+    });
+
+    it('cannot open secrets under another SECRETS_KEY', async () => {
+      const { tenant } = await store.create();
+      const other = new TenantStore(db, new TenantCrypto(randomBytes(32)), clock);
+      await expect(other.getKeys(tenant.tenantId)).rejects.toThrow();
+    });
+  });
+}

@@ -1,0 +1,188 @@
+import { isCanonicalUuid, systemClock, type Clock } from '@service-relay/core';
+import type { TenantCrypto } from '../crypto/tenant-crypto';
+import { newHostSyncClientId, newSecret, newTenantId } from '../crypto/random-secret';
+import type { Db, Queryable } from '../db/db';
+import type { HostSyncCredential, ListPosition, Tenant, TenantChange, TenantKeys, TenantPage } from '../tenants/tenant';
+import { INSERT_TENANT, insertParams, normalizeRow, rowToTenant, TENANT_COLUMNS, UPDATE_TENANT, updateParams, type TenantRow } from './tenant-row';
+
+/**
+ * Tenants and their secrets in PostgreSQL or PGlite. Every mutation locks the
+ * tenant row (SELECT … FOR UPDATE) inside one transaction, so concurrent admin
+ * calls on one tenant apply one after the other and none is lost.
+ * Secrets leave this class in plaintext only as return values; the table holds
+ * sealed JWT secrets and host-sync hashes.
+ */
+export class TenantStore {
+  constructor(
+    private readonly db: Db,
+    private readonly crypto: TenantCrypto,
+    private readonly clock: Clock = systemClock,
+  ) {}
+
+  async create(): Promise<TenantChange & { hostSyncSecret: string }> {
+    const tenantId = newTenantId();
+    const hostSyncSecret = newSecret();
+    const now = this.now();
+    const row: TenantRow = {
+      tenant_id: tenantId,
+      host_sync_client_id: newHostSyncClientId(),
+      host_sync_secret_hash: this.crypto.hostSync.hash(hostSyncSecret),
+      disabled: false,
+      version: 1,
+      primary_key_version: 1,
+      primary_secret: this.crypto.sealJwtSecret(tenantId, 1, newSecret()),
+      previous_key_version: null,
+      previous_secret: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await this.db.query(INSERT_TENANT, insertParams(row));
+    return { tenant: rowToTenant(row), hostSyncSecret, event: { kind: 'created', version: 1, revokedKeyVersions: [] } };
+  }
+
+  async get(tenantId: string): Promise<Tenant | undefined> {
+    const row = await this.read(this.db, tenantId);
+    return row && rowToTenant(row);
+  }
+
+  /** Tenants ordered by (created_at, tenant_id), starting after `after`. */
+  async list(limit: number, after?: ListPosition): Promise<TenantPage> {
+    const params: unknown[] = [limit + 1];
+    let where = '';
+    if (after) {
+      where = 'WHERE (created_at, tenant_id) > ($2::timestamptz, $3::uuid)';
+      params.push(after.createdAt.toISOString(), after.tenantId);
+    }
+    const raw = await this.db.query(`SELECT ${TENANT_COLUMNS} FROM tenants ${where} ORDER BY created_at, tenant_id LIMIT $1`, params);
+    const tenants = raw.slice(0, limit).map((r) => rowToTenant(normalizeRow(r)));
+    const last = tenants[tenants.length - 1];
+    const next = raw.length > limit && last ? { createdAt: last.createdAt, tenantId: last.tenantId } : null;
+    return { tenants, next };
+  }
+
+  setDisabled(tenantId: string, disabled: boolean): Promise<TenantChange | undefined> {
+    return this.mutate(tenantId, (row) => {
+      if (row.disabled === disabled) return { row };
+      return { row: { ...row, disabled }, kind: disabled ? 'disabled' : 'enabled', revoked: [] };
+    });
+  }
+
+  /** New primary; the old primary becomes the previous, replacing (revoking) any previous. */
+  rotate(tenantId: string): Promise<TenantChange | undefined> {
+    return this.mutate(tenantId, (row) => {
+      const keyVersion = row.primary_key_version + 1;
+      return {
+        row: {
+          ...row,
+          primary_key_version: keyVersion,
+          primary_secret: this.crypto.sealJwtSecret(row.tenant_id, keyVersion, newSecret()),
+          previous_key_version: row.primary_key_version,
+          previous_secret: row.primary_secret,
+        },
+        kind: 'rotated',
+        revoked: row.previous_key_version === null ? [] : [row.previous_key_version],
+      };
+    });
+  }
+
+  expirePrevious(tenantId: string): Promise<TenantChange | undefined> {
+    return this.mutate(tenantId, (row) => {
+      if (row.previous_key_version === null) return { row };
+      return { row: { ...row, previous_key_version: null, previous_secret: null }, kind: 'previous_expired', revoked: [row.previous_key_version] };
+    });
+  }
+
+  /** Incident: a new primary, no previous, and a new host-sync secret (the old one dies). */
+  revokeAll(tenantId: string): Promise<TenantChange | undefined> {
+    const hostSyncSecret = newSecret();
+    return this.mutate(
+      tenantId,
+      (row) => {
+        const keyVersion = row.primary_key_version + 1;
+        const revoked = row.previous_key_version === null ? [row.primary_key_version] : [row.primary_key_version, row.previous_key_version];
+        return {
+          row: {
+            ...row,
+            host_sync_secret_hash: this.crypto.hostSync.hash(hostSyncSecret),
+            primary_key_version: keyVersion,
+            primary_secret: this.crypto.sealJwtSecret(row.tenant_id, keyVersion, newSecret()),
+            previous_key_version: null,
+            previous_secret: null,
+          },
+          kind: 'revoked_all',
+          revoked,
+        };
+      },
+      hostSyncSecret,
+    );
+  }
+
+  /** A new host-sync secret; tokens are unaffected, so the state version stays. */
+  rotateHostSync(tenantId: string): Promise<TenantChange | undefined> {
+    const hostSyncSecret = newSecret();
+    return this.mutate(tenantId, (row) => ({ row: { ...row, host_sync_secret_hash: this.crypto.hostSync.hash(hostSyncSecret) }, touched: true }), hostSyncSecret);
+  }
+
+  /** Decrypted key material for verifiers. */
+  async getKeys(tenantId: string): Promise<TenantKeys | undefined> {
+    const row = await this.read(this.db, tenantId);
+    if (!row) return undefined;
+    return {
+      tenantId: row.tenant_id,
+      disabled: row.disabled,
+      version: row.version,
+      primary: { secret: this.crypto.openJwtSecret(row.tenant_id, row.primary_key_version, row.primary_secret), keyVersion: row.primary_key_version },
+      previous:
+        row.previous_key_version === null || row.previous_secret === null
+          ? null
+          : { secret: this.crypto.openJwtSecret(row.tenant_id, row.previous_key_version, row.previous_secret), keyVersion: row.previous_key_version },
+    };
+  }
+
+  async findHostSyncCredential(tenantId: string): Promise<HostSyncCredential | undefined> {
+    const row = await this.read(this.db, tenantId);
+    if (!row) return undefined;
+    return {
+      tenantId: row.tenant_id,
+      hostSyncClientId: row.host_sync_client_id,
+      secretHash: row.host_sync_secret_hash,
+      disabled: row.disabled,
+      openPrimarySecret: () => this.crypto.openJwtSecret(row.tenant_id, row.primary_key_version, row.primary_secret),
+    };
+  }
+
+  private async read(q: Queryable, tenantId: string, forUpdate = false): Promise<TenantRow | undefined> {
+    // Anything but a canonical id cannot exist, and would be a uuid cast error in SQL.
+    if (!isCanonicalUuid(tenantId)) return undefined;
+    const rows = await q.query(`SELECT ${TENANT_COLUMNS} FROM tenants WHERE tenant_id = $1${forUpdate ? ' FOR UPDATE' : ''}`, [tenantId]);
+    return rows[0] && normalizeRow(rows[0]);
+  }
+
+  private mutate(tenantId: string, change: (row: TenantRow) => Mutation, hostSyncSecret?: string): Promise<TenantChange | undefined> {
+    return this.db.transaction(async (tx) => {
+      const current = await this.read(tx, tenantId, true);
+      if (!current) return undefined;
+      const m = change(current);
+      if (!m.kind && !m.touched) return { tenant: rowToTenant(current) };
+      const next: TenantRow = { ...m.row, version: m.kind ? current.version + 1 : current.version, updated_at: this.now() };
+      await tx.query(UPDATE_TENANT, updateParams(next));
+      const result: TenantChange = { tenant: rowToTenant(next) };
+      if (m.kind) result.event = { kind: m.kind, version: next.version, revokedKeyVersions: m.revoked ?? [] };
+      if (hostSyncSecret !== undefined) result.hostSyncSecret = hostSyncSecret;
+      return result;
+    });
+  }
+
+  private now(): Date {
+    return new Date(this.clock.now());
+  }
+}
+
+interface Mutation {
+  row: TenantRow;
+  /** Set for token-relevant changes: bumps the version and yields an event. */
+  kind?: NonNullable<TenantChange['event']>['kind'];
+  revoked?: number[];
+  /** A change that is not token-relevant but still updates the row. */
+  touched?: boolean;
+}

@@ -1,0 +1,44 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it, vi } from 'vitest';
+import { HostSyncHasher } from '../crypto/host-sync-hasher';
+import type { TenantStore } from '../store/tenant-store';
+import type { HostSyncCredential } from './tenant';
+import { HostSyncCheck, type BasicCredentials } from './host-sync-check';
+
+const TENANT = '0b7c3d1e-2f4a-4b5c-9d6e-7f8091a2b3c4';
+const CLIENT = `hs_${'a'.repeat(32)}`;
+const SECRET = randomBytes(32).toString('base64url');
+
+function setup(row: Partial<HostSyncCredential> | undefined) {
+  const hasher = new HostSyncHasher(randomBytes(32));
+  const openPrimarySecret = vi.fn(() => 'the-primary');
+  const credential = row && { tenantId: TENANT, hostSyncClientId: CLIENT, secretHash: hasher.hash(SECRET), disabled: false, openPrimarySecret, ...row };
+  const find = vi.fn(async (id: string) => (id === TENANT ? credential : undefined));
+  const matches = vi.spyOn(hasher, 'matches');
+  const check = new HostSyncCheck({ findHostSyncCredential: find } as unknown as TenantStore, hasher);
+  return { check, find, matches, openPrimarySecret };
+}
+
+describe('HostSyncCheck', () => {
+  it('returns the primary for the right tenant, client id and secret', async () => {
+    const { check } = setup({});
+    expect(await check.fetchPrimary(TENANT, { clientId: CLIENT, secret: SECRET })).toBe('the-primary');
+  });
+
+  const failures: Array<[string, string, BasicCredentials | undefined, Partial<HostSyncCredential>]> = [
+    ['unknown tenant', '5a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d', { clientId: CLIENT, secret: SECRET }, {}],
+    ['malformed tenant id', 'nope', { clientId: CLIENT, secret: SECRET }, {}],
+    ['wrong client id', TENANT, { clientId: `hs_${'b'.repeat(32)}`, secret: SECRET }, {}],
+    ['wrong secret', TENANT, { clientId: CLIENT, secret: 'wrong' }, {}],
+    ['no credentials', TENANT, undefined, {}],
+    ['disabled tenant', TENANT, { clientId: CLIENT, secret: SECRET }, { disabled: true }],
+  ];
+
+  it.each(failures)('refuses %s after one row read and one hash comparison, never opening a secret', async (_name, id, creds, row) => {
+    const { check, find, matches, openPrimarySecret } = setup(row);
+    expect(await check.fetchPrimary(id, creds)).toBeUndefined();
+    expect(find).toHaveBeenCalledTimes(1);
+    expect(matches).toHaveBeenCalledTimes(1);
+    expect(openPrimarySecret).not.toHaveBeenCalled();
+  });
+});

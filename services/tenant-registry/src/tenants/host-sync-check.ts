@@ -1,0 +1,38 @@
+import { isCanonicalUuid, safeEqual } from '@service-relay/core';
+import type { HostSyncHasher } from '../crypto/host-sync-hasher';
+import type { TenantStore } from '../store/tenant-store';
+
+/** A v4 id is never nil, so this row never exists; looking it up costs what a real lookup costs. */
+const DUMMY_TENANT_ID = '00000000-0000-0000-0000-000000000000';
+const DUMMY_CLIENT_ID = `hs_${'0'.repeat(32)}`;
+
+export interface BasicCredentials {
+  clientId: string;
+  secret: string;
+}
+
+/**
+ * The host-sync check. Every failure takes the same path: read the row (or the
+ * dummy), hash and compare the presented secret, compare the client id, check
+ * the state; only then decide. So an unknown tenant, a malformed id or header,
+ * a wrong id or secret and a disabled tenant cost the same work and differ in
+ * nothing the caller can see.
+ * Returns the primary JWT secret, or undefined for any failure.
+ */
+export class HostSyncCheck {
+  constructor(
+    private readonly store: TenantStore,
+    private readonly hasher: HostSyncHasher,
+  ) {}
+
+  async fetchPrimary(rawTenantId: string, credentials: BasicCredentials | undefined): Promise<string | undefined> {
+    const wellFormed = isCanonicalUuid(rawTenantId) && credentials !== undefined;
+    const row = await this.store.findHostSyncCredential(wellFormed ? rawTenantId : DUMMY_TENANT_ID);
+    const secretOk = this.hasher.matches(credentials?.secret ?? '', row?.secretHash ?? this.hasher.dummyHash);
+    const clientOk = safeEqual(credentials?.clientId ?? '', row?.hostSyncClientId ?? DUMMY_CLIENT_ID);
+    const enabled = row !== undefined && !row.disabled;
+    // Every comparison above has run whatever the case; only now is the outcome decided.
+    if (!wellFormed || !row || !secretOk || !clientOk || !enabled) return undefined;
+    return row.openPrimarySecret();
+  }
+}

@@ -1,0 +1,85 @@
+import type { TenantEventKind } from '@service-relay/tenant-events';
+
+/** A tenant's state, without any secret. */
+export interface Tenant {
+  tenantId: string;
+  hostSyncClientId: string;
+  disabled: boolean;
+  /** State version: +1 on every change that affects tokens. */
+  version: number;
+  primaryKeyVersion: number;
+  previousKeyVersion: number | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** The admin API's tenant view (CONTRACT.md): never a JWT secret. */
+export interface TenantView {
+  tenant_id: string;
+  host_sync_client_id: string;
+  disabled: boolean;
+  has_previous_secret: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export function toTenantView(t: Tenant): TenantView {
+  return {
+    tenant_id: t.tenantId,
+    host_sync_client_id: t.hostSyncClientId,
+    disabled: t.disabled,
+    has_previous_secret: t.previousKeyVersion !== null,
+    created_at: t.createdAt.toISOString(),
+    updated_at: t.updatedAt.toISOString(),
+  };
+}
+
+/** What a committed change means to consumers of tenant events. */
+export interface TenantChangeEvent {
+  kind: TenantEventKind;
+  version: number;
+  revokedKeyVersions: number[];
+}
+
+/** The outcome of an admin mutation. */
+export interface TenantChange {
+  tenant: Tenant;
+  /** Absent when nothing token-relevant changed (no-op, host-sync rotation). */
+  event?: TenantChangeEvent;
+  /** The new host-sync client secret, in plaintext, for the one response that shows it. */
+  hostSyncSecret?: string;
+}
+
+export interface SigningKey {
+  secret: string;
+  keyVersion: number;
+}
+
+/** Key material for verifiers (decrypted). */
+export interface TenantKeys {
+  tenantId: string;
+  disabled: boolean;
+  version: number;
+  primary: SigningKey;
+  previous: SigningKey | null;
+}
+
+/** What the host-sync check reads, with the primary opened only on demand. */
+export interface HostSyncCredential {
+  hostSyncClientId: string;
+  secretHash: string;
+  disabled: boolean;
+  tenantId: string;
+  openPrimarySecret(): string;
+}
+
+export interface TenantPage {
+  tenants: Tenant[];
+  /** Position after the last tenant, or null on the last page. */
+  next: ListPosition | null;
+}
+
+export interface ListPosition {
+  createdAt: Date;
+  tenantId: string;
+}
