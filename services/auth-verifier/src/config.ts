@@ -1,0 +1,51 @@
+import { hkdfSync } from 'node:crypto';
+import { DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type RedisSettings } from '@service-relay/core';
+
+export interface VerifierConfig {
+  grpcPort: number;
+  httpPort: number;
+  /** host:port of the tenant-registry's KeyService. */
+  registryAddr: string;
+  internalToken: string;
+  /**
+   * AES-256-GCM key for the shared (Redis) key cache, derived from SECRETS_KEY.
+   * Undefined only without REDIS_URL, where no entry ever leaves the process.
+   */
+  cacheKey: Buffer | undefined;
+  redis: RedisSettings;
+  maxTokenLifetimeS: number;
+  keyCacheTtlS: number;
+  logLevel: string;
+}
+
+/** HKDF info: a key of its own, so the cache key never equals the registry's at-rest key. */
+export const CACHE_KEY_INFO = 'service-relay:verifier-key-cache';
+
+export function deriveCacheKey(secretsKey: Buffer): Buffer {
+  return Buffer.from(hkdfSync('sha256', secretsKey, Buffer.alloc(0), CACHE_KEY_INFO, 32));
+}
+
+export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<VerifierConfig> {
+  const r = new EnvReader(env);
+  const redis = readRedisSettings(r);
+  requireRedisWhenAlone(redis, opts.standalone);
+  // SECRETS_KEY only protects entries written to Redis; in one process without
+  // Redis it is not needed, but a value that is set must still be well formed.
+  const secretsKey = redis.url !== undefined || r.raw('SECRETS_KEY') !== undefined ? r.secretsKey() : undefined;
+  return Object.freeze({
+    grpcPort: r.port('VERIFIER_GRPC_PORT', DEFAULT_PORTS.VERIFIER_GRPC_PORT),
+    httpPort: r.port('VERIFIER_HTTP_PORT', DEFAULT_PORTS.VERIFIER_HTTP_PORT),
+    registryAddr: r.address('REGISTRY_GRPC_ADDR', `127.0.0.1:${DEFAULT_PORTS.REGISTRY_GRPC_PORT}`),
+    internalToken: r.credential('INTERNAL_TOKEN'),
+    cacheKey: secretsKey ? deriveCacheKey(secretsKey) : undefined,
+    redis: Object.freeze({ ...redis }),
+    maxTokenLifetimeS: r.int('MAX_TOKEN_LIFETIME_S', 86_400, 1, 31_536_000),
+    keyCacheTtlS: r.int('KEY_CACHE_TTL_S', 60, 1, 3_600),
+    logLevel: r.logLevel(),
+  });
+}
+
+/** main.ts's entry: the process environment is read here and nowhere else. */
+export function loadConfigFromProcess(opts: { standalone: boolean }): Readonly<VerifierConfig> {
+  return loadConfig(process.env, opts);
+}

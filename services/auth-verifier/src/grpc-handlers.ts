@@ -1,0 +1,76 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { Logger } from '@service-relay/core';
+import { grpcError } from '@service-relay/grpc';
+import { toWire, type VerifyResponseWire } from '@service-relay/verifier-client';
+import type { TokenVerifier, VerifyOutcome } from './token/token-verifier';
+
+interface StreamRequest {
+  id: number;
+  token: string;
+}
+
+interface StreamResponse {
+  id: number;
+  result: VerifyResponseWire | null;
+  unavailable: boolean;
+}
+
+function wire(outcome: VerifyOutcome): VerifyResponseWire | undefined {
+  return 'unavailable' in outcome ? undefined : toWire(outcome);
+}
+
+/** relay.auth.v1.TokenVerifier: the transport around TokenVerifier, nothing more. */
+export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger): grpc.UntypedServiceImplementation {
+  return {
+    Verify(call: grpc.ServerUnaryCall<{ token: string }, VerifyResponseWire>, cb: grpc.sendUnaryData<VerifyResponseWire>) {
+      const reply = (outcome: VerifyOutcome) => {
+        const res = wire(outcome);
+        if (res) cb(null, res);
+        else cb(grpcError('unavailable', 'verifier cannot reach key material'));
+      };
+      const r = verifier.verify(call.request.token ?? '');
+      if (r instanceof Promise) void r.then(reply);
+      else reply(r);
+    },
+
+    VerifyStream(call: grpc.ServerDuplexStream<StreamRequest, StreamResponse>) {
+      let pending = 0;
+      let ended = false;
+      let closed = false;
+      const finishIfDone = () => {
+        if (ended && pending === 0 && !closed) {
+          closed = true;
+          call.end();
+        }
+      };
+      const send = (id: number, outcome: VerifyOutcome) => {
+        if (closed) return;
+        const result = wire(outcome);
+        call.write({ id, result: result ?? null, unavailable: result === undefined });
+      };
+      // Each request is answered as soon as its own verdict is ready: one slow
+      // key fetch never holds back the checks behind it.
+      call.on('data', (req: StreamRequest) => {
+        const r = verifier.verify(req.token ?? '');
+        if (!(r instanceof Promise)) return send(req.id, r);
+        pending++;
+        void r.then((outcome) => {
+          pending--;
+          send(req.id, outcome);
+          finishIfDone();
+        });
+      });
+      call.on('end', () => {
+        ended = true;
+        finishIfDone();
+      });
+      call.on('error', (err: Error) => {
+        closed = true;
+        logger.debug({ err: err.message }, 'verify stream error');
+      });
+      call.on('cancelled', () => {
+        closed = true;
+      });
+    },
+  };
+}

@@ -1,0 +1,228 @@
+import { randomUUID } from 'node:crypto';
+import { createLogger, ManualClock, RelayError } from '@service-relay/core';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { FakeBus } from '../test-support/fake-bus';
+import type { TenantKeys, TenantKeysData } from '../token/tenant-keys';
+import { CachingKeySource, type CachingKeySourceOptions } from './caching-key-source';
+import type { KeyFetcher } from './key-fetcher';
+import { MemoryKeyCache } from './memory-key-cache';
+import type { SharedKeyCache } from './shared-key-cache';
+
+const logger = createLogger({ service: 'test', level: 'silent' });
+const TTL_MS = 60_000;
+
+/** The registry, by hand: answers from a map, or holds answers until released. */
+class FakeFetcher implements KeyFetcher {
+  readonly data = new Map<string, TenantKeysData>();
+  calls = 0;
+  down = false;
+  held: { tenantId: string; answer: TenantKeysData | undefined; release: () => void }[] = [];
+  hold = false;
+
+  async fetch(tenantId: string): Promise<TenantKeysData> {
+    this.calls++;
+    if (this.down) throw new RelayError('unavailable', 'registry down');
+    const answer = this.data.get(tenantId) ?? { found: false, disabled: false, version: 0 };
+    if (this.hold) await new Promise<void>((release) => this.held.push({ tenantId, answer, release }));
+    return answer;
+  }
+  async ready() {
+    return !this.down;
+  }
+  close() {}
+}
+
+const secretOf = (v: number) => `secret-${v}-${'s'.repeat(36)}`;
+const tenantData = (version: number, extra: Partial<TenantKeysData> = {}): TenantKeysData => ({
+  found: true,
+  disabled: false,
+  version,
+  primary: { secret: secretOf(version), keyVersion: version },
+  ...extra,
+});
+const versionOf = (k: TenantKeys) => k.version;
+
+/** A shared cache whose backing store is down. */
+const brokenShared: SharedKeyCache = {
+  get: () => Promise.reject(new Error('ECONNREFUSED')),
+  put: () => Promise.reject(new Error('ECONNREFUSED')),
+  drop: () => Promise.reject(new Error('ECONNREFUSED')),
+  dropAll: () => Promise.reject(new Error('ECONNREFUSED')),
+  ready: async () => false,
+  close: async () => {},
+};
+
+describe('CachingKeySource', () => {
+  let clock: ManualClock;
+  let bus: FakeBus;
+  let fetcher: FakeFetcher;
+  let shared: MemoryKeyCache;
+  const tenant = randomUUID();
+
+  const make = async (o: Partial<CachingKeySourceOptions> = {}) => {
+    const source = new CachingKeySource({ fetcher, shared, bus, clock, logger, ttlMs: TTL_MS, ...o });
+    await source.start();
+    return source;
+  };
+
+  beforeEach(() => {
+    clock = new ManualClock(1_700_000_000_000);
+    bus = new FakeBus();
+    fetcher = new FakeFetcher();
+    shared = new MemoryKeyCache(clock);
+    fetcher.data.set(tenant, tenantData(1));
+  });
+
+  it('serves from the in-process cache after one fetch, and shares one fetch between concurrent misses', async () => {
+    const source = await make();
+    const all = await Promise.all([source.get(tenant), source.get(tenant), source.get(tenant)]);
+    expect(all.map(versionOf)).toEqual([1, 1, 1]);
+    expect(fetcher.calls).toBe(1);
+    expect(source.peek(tenant)).toBe(all[0]);
+    expect(fetcher.calls).toBe(1);
+  });
+
+  it('fills a second replica from the shared cache without the registry', async () => {
+    await (await make()).get(tenant);
+    const replica = await make();
+    expect(versionOf(await replica.get(tenant))).toBe(1);
+    expect(fetcher.calls).toBe(1);
+  });
+
+  it('drops a tenant everywhere on its event', async () => {
+    const source = await make();
+    await source.get(tenant);
+    fetcher.data.set(tenant, tenantData(2, { disabled: true }));
+    await bus.publish({ tenant_id: tenant, kind: 'disabled', version: 2, revoked_key_versions: [] });
+    expect(source.peek(tenant)).toBeUndefined();
+    expect(await shared.get(tenant)).toBeUndefined();
+    const after = await source.get(tenant);
+    expect(after.found && after.disabled).toBe(true);
+    expect(fetcher.calls).toBe(2);
+  });
+
+  it('never serves nor stores a fetch that started before an event and answers older state', async () => {
+    const source = await make();
+    fetcher.hold = true;
+    const inFlight = source.get(tenant);
+    await waitFor(() => fetcher.held.length === 1);
+    // The registry commits version 2 and the event arrives while the old answer is on its way.
+    fetcher.data.set(tenant, tenantData(2));
+    await bus.publish({ tenant_id: tenant, kind: 'rotated', version: 2, revoked_key_versions: [] });
+    fetcher.hold = false;
+    fetcher.held[0]!.release();
+    expect(versionOf(await inFlight)).toBe(2);
+    expect(fetcher.calls).toBe(2);
+    expect(versionOf(source.peek(tenant)!)).toBe(2);
+    expect((await shared.get(tenant))?.data.version).toBe(2);
+  });
+
+  it('refuses a shared-cache entry below the version floor', async () => {
+    // A shared store that still hands out state older than an event this
+    // replica heard (a late write from a replica that missed it).
+    const staleShared: SharedKeyCache = { ...brokenShared, get: async () => ({ data: tenantData(2), ttlMs: TTL_MS }), drop: async () => {}, put: async () => {} };
+    const replica = await make({ shared: staleShared });
+    await bus.publish({ tenant_id: tenant, kind: 'rotated', version: 3, revoked_key_versions: [] });
+    fetcher.data.set(tenant, tenantData(3));
+    expect(versionOf(await replica.get(tenant))).toBe(3);
+    expect(fetcher.calls).toBe(1);
+  });
+
+  it('caches unknown tenants briefly in bounded space', async () => {
+    const source = await make({ maxNegativeEntries: 2, negativeTtlMs: 5_000 });
+    const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+    for (const id of [a, b, a, b]) expect((await source.get(id)).found).toBe(false);
+    expect(fetcher.calls).toBe(2);
+    await source.get(c); // evicts a, the least recently used
+    await source.get(a);
+    expect(fetcher.calls).toBe(4);
+    clock.advance(5_000);
+    await source.get(a);
+    expect(fetcher.calls).toBe(5);
+    // A created event ends a negative entry at once.
+    fetcher.data.set(b, tenantData(1));
+    await bus.publish({ tenant_id: b, kind: 'created', version: 1, revoked_key_versions: [] });
+    expect((await source.get(b)).found).toBe(true);
+  });
+
+  it('serves cached keys while the registry is down until the TTL, then fails closed', async () => {
+    const source = await make({ shared: undefined });
+    await source.get(tenant);
+    fetcher.down = true;
+    clock.advance(TTL_MS - 1);
+    expect(versionOf(await source.get(tenant))).toBe(1);
+    clock.advance(1);
+    await expect(source.get(tenant)).rejects.toMatchObject({ code: 'unavailable' });
+    fetcher.down = false;
+    expect(versionOf(await source.get(tenant))).toBe(1);
+  });
+
+  it('keeps verifying from the in-process cache and the registry while the shared cache is down', async () => {
+    const source = await make({ shared: brokenShared });
+    expect(versionOf(await source.get(tenant))).toBe(1);
+    expect(versionOf(await source.get(tenant))).toBe(1);
+    expect(fetcher.calls).toBe(1);
+    await bus.publish({ tenant_id: tenant, kind: 'disabled', version: 2, revoked_key_versions: [] });
+    fetcher.data.set(tenant, tenantData(2, { disabled: true }));
+    const after = await source.get(tenant);
+    expect(after.found && after.disabled).toBe(true);
+  });
+
+  it('trusts no cache while the bus is disconnected, and drops everything on reset', async () => {
+    const source = await make();
+    await source.get(tenant);
+    bus.connected = false;
+    expect(source.peek(tenant)).toBeUndefined();
+    fetcher.data.set(tenant, tenantData(2, { disabled: true })); // an event this replica cannot hear
+    expect(versionOf(await source.get(tenant))).toBe(2);
+    expect(versionOf(await source.get(tenant))).toBe(2);
+    expect(fetcher.calls).toBe(3);
+    await bus.reset();
+    expect(await shared.get(tenant)).toBeUndefined();
+    expect(versionOf(await source.get(tenant))).toBe(2);
+    expect(fetcher.calls).toBe(4);
+  });
+
+  it('does not store a fetch that was in flight across a reset', async () => {
+    const source = await make();
+    fetcher.hold = true;
+    const inFlight = source.get(tenant);
+    await waitFor(() => fetcher.held.length === 1);
+    await bus.reset();
+    fetcher.hold = false;
+    fetcher.held[0]!.release();
+    await inFlight;
+    expect(source.peek(tenant)).toBeUndefined();
+  });
+
+  it('drops everything on a version gap', async () => {
+    const source = await make();
+    const other = randomUUID();
+    fetcher.data.set(other, tenantData(1));
+    await source.get(tenant);
+    await source.get(other);
+    await bus.publish({ tenant_id: tenant, kind: 'rotated', version: 2, revoked_key_versions: [] });
+    await bus.publish({ tenant_id: tenant, kind: 'rotated', version: 4, revoked_key_versions: [] });
+    expect(source.peek(other)).toBeUndefined();
+  });
+
+  it('fails closed when registry fetches overflow their bound', async () => {
+    const source = await make({ maxConcurrentFetches: 1, maxQueuedFetches: 1 });
+    fetcher.hold = true;
+    const first = source.get(randomUUID());
+    const second = source.get(randomUUID());
+    await expect(source.get(randomUUID())).rejects.toMatchObject({ code: 'unavailable' });
+    await waitFor(() => fetcher.held.length === 1);
+    fetcher.held[0]!.release();
+    await waitFor(() => fetcher.held.length === 2);
+    fetcher.held[1]!.release();
+    expect((await first).found).toBe(false);
+    expect((await second).found).toBe(false);
+  });
+});
+
+/** Yields to the event loop until `cond` holds (it depends only on in-process promises). */
+async function waitFor(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !cond(); i++) await new Promise((r) => setImmediate(r));
+  expect(cond()).toBe(true);
+}

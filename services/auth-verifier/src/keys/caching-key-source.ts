@@ -1,0 +1,213 @@
+import { RelayError, type Clock, type Logger } from '@service-relay/core';
+import { VersionTracker, type TenantEvent, type TenantEventBus } from '@service-relay/tenant-events';
+import { buildTenantKeys, type KnownTenant, type TenantKeys, type TenantKeysData, type UnknownTenant } from '../token/tenant-keys';
+import type { KeyFetcher } from './key-fetcher';
+import { nullObserver, type KeySource, type KeySourceObserver } from './key-source';
+import { FetchLimiter } from './fetch-limiter';
+import { LruTtlCache } from './lru-ttl-cache';
+import type { SharedKeyCache } from './shared-key-cache';
+
+export interface CachingKeySourceOptions {
+  fetcher: KeyFetcher;
+  /** Omitted in the one-process default: nothing leaves the process. */
+  shared?: SharedKeyCache | undefined;
+  bus: TenantEventBus;
+  clock: Clock;
+  logger: Logger;
+  ttlMs: number;
+  maxEntries?: number;
+  negativeTtlMs?: number;
+  maxNegativeEntries?: number;
+  /** Registry fetches at once, and queued behind them; beyond that a miss is `unavailable`. */
+  maxConcurrentFetches?: number;
+  maxQueuedFetches?: number;
+  observer?: KeySourceObserver;
+}
+
+/** A registry answer older than a tenant event we already saw is fetched again, this often. */
+const STALE_REFETCHES = 3;
+const MAX_FLOORS = 100_000;
+
+/**
+ * in-process LRU (TTL) -> shared cache -> registry, with revocation from the
+ * tenant event bus (ARCHITECTURE.md "Verifier key cache"):
+ * - a tenant event drops the tenant in every layer and raises its version
+ *   floor, so neither a fetch in flight nor another replica's late write can
+ *   bring older state back;
+ * - a bus reset or a version gap drops everything (the epoch makes fetches
+ *   started before it unstorable);
+ * - while the bus is disconnected no cache is trusted: every check fetches.
+ * Faults only ever lead to a fetch or to `unavailable`, never to a verdict
+ * from data the rules above would not serve.
+ */
+export class CachingKeySource implements KeySource {
+  private readonly local: LruTtlCache<string, KnownTenant>;
+  private readonly negative: LruTtlCache<string, UnknownTenant>;
+  private readonly floors = new Map<string, number>();
+  private readonly inflight = new Map<string, Promise<TenantKeys>>();
+  private readonly tracker = new VersionTracker();
+  private readonly limiter: FetchLimiter;
+  private readonly observer: KeySourceObserver;
+  private readonly negativeTtlMs: number;
+  private epoch = 0;
+  private unsubscribe: (() => void)[] = [];
+
+  constructor(private readonly opts: CachingKeySourceOptions) {
+    this.local = new LruTtlCache(opts.maxEntries ?? 10_000);
+    this.negative = new LruTtlCache(opts.maxNegativeEntries ?? 10_000);
+    this.negativeTtlMs = Math.min(opts.negativeTtlMs ?? 5_000, opts.ttlMs);
+    this.limiter = new FetchLimiter(opts.maxConcurrentFetches ?? 64, opts.maxQueuedFetches ?? 1024);
+    this.observer = opts.observer ?? nullObserver;
+  }
+
+  async start(): Promise<void> {
+    this.unsubscribe.push(this.opts.bus.subscribe((e) => this.onEvent(e)));
+    this.unsubscribe.push(this.opts.bus.onReset(() => this.dropAll('bus reset')));
+    await this.opts.shared?.start?.().catch((err: unknown) => {
+      // Redis down at start: checks go to the registry until it is back.
+      this.opts.logger.warn({ err: (err as Error).message }, 'shared key cache not reachable yet');
+    });
+  }
+
+  peek(tenantId: string): TenantKeys | undefined {
+    if (!this.opts.bus.isConnected()) return undefined;
+    const now = this.opts.clock.now();
+    const hit = this.local.get(tenantId, now);
+    if (hit) {
+      this.observer.hit('local');
+      return hit;
+    }
+    const miss = this.negative.get(tenantId, now);
+    if (miss) this.observer.hit('negative');
+    return miss;
+  }
+
+  get(tenantId: string): Promise<TenantKeys> {
+    const cached = this.peek(tenantId);
+    if (cached) return Promise.resolve(cached);
+    let p = this.inflight.get(tenantId);
+    if (!p) {
+      p = this.load(tenantId);
+      const mine = p;
+      this.inflight.set(tenantId, mine);
+      const forget = () => {
+        if (this.inflight.get(tenantId) === mine) this.inflight.delete(tenantId);
+      };
+      mine.then(forget, forget);
+    }
+    return p;
+  }
+
+  async readiness(): Promise<Record<string, boolean>> {
+    const [registry, shared] = await Promise.all([this.opts.fetcher.ready(), this.opts.shared?.ready()]);
+    return shared === undefined ? { registry } : { registry, redis: shared };
+  }
+
+  async close(): Promise<void> {
+    for (const u of this.unsubscribe) u();
+    this.unsubscribe = [];
+    this.opts.fetcher.close();
+    await this.opts.shared?.close();
+  }
+
+  /** Applied before the bus acknowledges, so the admin call returns only after it. */
+  async onEvent(event: TenantEvent): Promise<void> {
+    const gap = this.tracker.observe(event);
+    this.raiseFloor(event.tenant_id, event.version);
+    this.local.delete(event.tenant_id);
+    this.negative.delete(event.tenant_id);
+    this.inflight.delete(event.tenant_id);
+    if (gap) await this.dropAll(`version gap for tenant ${event.tenant_id}`);
+    try {
+      await this.opts.shared?.drop(event.tenant_id, event.version);
+    } catch (err) {
+      // Every replica that heard the event also holds the floor locally and
+      // ignores older shared entries, so a failed shared drop cannot revive them.
+      this.observer.fault('shared');
+      this.opts.logger.warn({ err: (err as Error).message, tenant_id: event.tenant_id }, 'could not drop a tenant from the shared key cache');
+    }
+  }
+
+  async dropAll(why: string): Promise<void> {
+    this.epoch++;
+    this.local.clear();
+    this.negative.clear();
+    this.inflight.clear();
+    this.tracker.clear();
+    this.opts.logger.warn({ why }, 'dropping every cached tenant key');
+    // The shared driver keeps retrying its own drop until it lands and serves nothing meanwhile.
+    await this.opts.shared?.dropAll().catch(() => this.observer.fault('shared'));
+  }
+
+  private async load(tenantId: string): Promise<TenantKeys> {
+    const epoch = this.epoch;
+    const trusted = () => epoch === this.epoch && this.opts.bus.isConnected();
+    if (trusted() && this.opts.shared) {
+      const fromShared = await this.readShared(tenantId);
+      if (fromShared && trusted() && fromShared.data.version >= this.floor(tenantId)) {
+        this.observer.hit('shared');
+        const keys = buildTenantKeys(tenantId, fromShared.data);
+        this.remember(keys, this.opts.clock.now() + Math.min(fromShared.ttlMs, this.opts.ttlMs));
+        return keys;
+      }
+    }
+    for (let attempt = 0; attempt <= STALE_REFETCHES; attempt++) {
+      const data = await this.fetch(tenantId);
+      if (data.version < this.floor(tenantId)) continue;
+      const keys = buildTenantKeys(tenantId, data);
+      if (trusted()) this.store(tenantId, keys, data);
+      return keys;
+    }
+    this.opts.logger.warn({ tenant_id: tenantId }, 'registry kept answering with state older than a tenant event');
+    throw new RelayError('unavailable', 'registry state is behind the tenant events');
+  }
+
+  private async readShared(tenantId: string) {
+    try {
+      return await this.opts.shared!.get(tenantId);
+    } catch {
+      this.observer.fault('shared');
+      return undefined;
+    }
+  }
+
+  private async fetch(tenantId: string): Promise<TenantKeysData> {
+    try {
+      const data = await this.limiter.run(() => this.opts.fetcher.fetch(tenantId));
+      this.observer.hit('registry');
+      return data;
+    } catch (err) {
+      this.observer.fault('registry');
+      throw err instanceof RelayError ? err : new RelayError('unavailable', 'registry fetch failed', { cause: err });
+    }
+  }
+
+  private store(tenantId: string, keys: TenantKeys, data: TenantKeysData): void {
+    const now = this.opts.clock.now();
+    if (!keys.found) {
+      this.negative.set(tenantId, keys, now + this.negativeTtlMs);
+      return;
+    }
+    this.remember(keys, now + this.opts.ttlMs);
+    this.opts.shared?.put(tenantId, data, this.opts.ttlMs).catch(() => this.observer.fault('shared'));
+  }
+
+  private remember(keys: TenantKeys, expiresAt: number): void {
+    if (keys.found) this.local.set(keys.tenantId, keys, expiresAt);
+    else this.negative.set(keys.tenantId, keys, Math.min(expiresAt, this.opts.clock.now() + this.negativeTtlMs));
+  }
+
+  private floor(tenantId: string): number {
+    return this.floors.get(tenantId) ?? 0;
+  }
+
+  private raiseFloor(tenantId: string, version: number): void {
+    const current = this.floors.get(tenantId);
+    if (current !== undefined && current >= version) return;
+    this.floors.delete(tenantId);
+    // A floor only has to outlive fetches in flight (seconds) and shared entries
+    // (the TTL); the oldest of 100k floors is far past both.
+    if (this.floors.size >= MAX_FLOORS) this.floors.delete(this.floors.keys().next().value!);
+    this.floors.set(tenantId, version);
+  }
+}

@@ -1,0 +1,80 @@
+import * as grpc from '@grpc/grpc-js';
+import { RelayError, type Logger } from '@service-relay/core';
+import { clientConstructor, internalMetadata, REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE } from '@service-relay/grpc';
+import type { TenantKeysData } from '../token/tenant-keys';
+import type { KeyFetcher } from './key-fetcher';
+
+interface SigningKeyWire {
+  secret: string;
+  key_version: number;
+}
+
+interface GetTenantKeysResponse {
+  found: boolean;
+  disabled: boolean;
+  version: number;
+  primary: SigningKeyWire | null;
+  previous: SigningKeyWire | null;
+}
+
+type Unary = (req: { tenant_id: string }, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: GetTenantKeysResponse) => void) => void;
+
+export interface RegistryKeyClientOptions {
+  address: string;
+  internalToken: string;
+  /** A fetch not answered within this is `unavailable`. */
+  deadlineMs: number;
+  logger: Logger;
+}
+
+/** relay.registry.v1.KeyService/GetTenantKeys with the internal credential and a deadline. */
+export class RegistryKeyClient implements KeyFetcher {
+  private readonly client: grpc.Client & { GetTenantKeys: Unary };
+  private readonly metadata: grpc.Metadata;
+
+  constructor(private readonly opts: RegistryKeyClientOptions) {
+    const Ctor = clientConstructor(REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE);
+    this.client = new Ctor(opts.address, grpc.credentials.createInsecure(), {
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 2_000,
+    }) as never;
+    this.metadata = internalMetadata(opts.internalToken);
+  }
+
+  fetch(tenantId: string): Promise<TenantKeysData> {
+    return new Promise((resolve, reject) => {
+      this.client.GetTenantKeys({ tenant_id: tenantId }, this.metadata, { deadline: Date.now() + this.opts.deadlineMs }, (err, res) => {
+        if (err || !res) {
+          // UNAUTHENTICATED means our INTERNAL_TOKEN is wrong: an operator
+          // problem, worth an error line; the rest are outages.
+          const level = err?.code === grpc.status.UNAUTHENTICATED ? 'error' : 'warn';
+          this.opts.logger[level]({ code: err?.code, details: err?.details, tenant_id: tenantId }, 'registry key fetch failed');
+          return reject(new RelayError('unavailable', 'registry unavailable', { cause: err }));
+        }
+        const data = toData(res);
+        if (!data) {
+          this.opts.logger.error({ tenant_id: tenantId }, 'registry answered an enabled tenant without a primary secret');
+          return reject(new RelayError('unavailable', 'registry answer unusable'));
+        }
+        resolve(data);
+      });
+    });
+  }
+
+  ready(): Promise<boolean> {
+    return new Promise((resolve) => this.client.waitForReady(Date.now() + 1000, (err?: Error) => resolve(!err)));
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
+
+function toData(res: GetTenantKeysResponse): TenantKeysData | undefined {
+  const version = Number(res.version);
+  if (!res.found) return { found: false, disabled: false, version };
+  const key = (k: SigningKeyWire | null) => (k && k.secret ? { secret: k.secret, keyVersion: Number(k.key_version) } : undefined);
+  const primary = key(res.primary);
+  if (!primary && !res.disabled) return undefined;
+  return { found: true, disabled: res.disabled, version, primary, previous: key(res.previous) };
+}

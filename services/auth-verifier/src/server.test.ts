@@ -1,0 +1,129 @@
+import * as grpc from '@grpc/grpc-js';
+import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { createLogger } from '@service-relay/core';
+import { clientConstructor, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
+import { MemoryTenantEventBus } from '@service-relay/tenant-events';
+import { signToken } from '@service-relay/testkit';
+import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from './config';
+import { createServer, type VerifierServer } from './server';
+import { FakeKeyService } from './test-support/fake-key-service';
+
+const INTERNAL_TOKEN = 'internal-token-for-tests-0123456789abcdef';
+
+describe('auth-verifier server (gRPC + ops, fake registry, in-process bus)', () => {
+  const logLines: string[] = [];
+  const logger = createLogger({
+    service: 'auth-verifier',
+    level: 'debug',
+    destination: new Writable({ write: (chunk: Buffer, _enc, cb) => (logLines.push(chunk.toString()), cb()) }),
+  });
+  const bus = new MemoryTenantEventBus();
+  const registry = new FakeKeyService(INTERNAL_TOKEN, bus);
+  let server: VerifierServer;
+  let client: VerifierClient;
+  let unary: grpc.Client & Record<string, (...a: unknown[]) => unknown>;
+  const tenant = registry.create();
+
+  beforeAll(async () => {
+    const addr = await registry.start();
+    const config = loadConfig({ INTERNAL_TOKEN, REGISTRY_GRPC_ADDR: addr, VERIFIER_GRPC_PORT: '0', VERIFIER_HTTP_PORT: '0', LOG_LEVEL: 'debug' }, { standalone: false });
+    server = createServer(config, { bus, logger });
+    await server.start();
+    client = createVerifierClient({ address: `127.0.0.1:${server.grpcPort}`, deadlineMs: 3000 });
+    const Ctor = clientConstructor(VERIFIER_PROTO, VERIFIER_SERVICE);
+    unary = new Ctor(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure()) as never;
+  });
+
+  afterAll(async () => {
+    client.close();
+    unary.close();
+    await server.stop();
+    await registry.stop();
+  });
+
+  const verifyUnary = (token: string) =>
+    new Promise<{ err: grpc.ServiceError | null; res: Record<string, unknown> | undefined }>((resolve) =>
+      (unary.Verify as (r: unknown, o: unknown, cb: (e: grpc.ServiceError | null, r?: Record<string, unknown>) => void) => void)(
+        { token },
+        { deadline: Date.now() + 3000 },
+        (err, res) => resolve({ err, res }),
+      ),
+    );
+
+  it('Verify (unary) accepts a valid token and reports slot and key version', async () => {
+    const userId = randomUUID();
+    const { err, res } = await verifyUnary(signToken({ secret: tenant.primary.secret, tenantId: tenant.tenantId, userId }));
+    expect(err).toBeNull();
+    expect(res).toMatchObject({ valid: true, tenant_id: tenant.tenantId, user_id: userId, key_slot: 'KEY_SLOT_PRIMARY', key_version: 1, reason: '' });
+  });
+
+  it('Verify (unary) rejects with an internal reason, not a gRPC error', async () => {
+    const { err, res } = await verifyUnary('not-a-token');
+    expect(err).toBeNull();
+    expect(res).toMatchObject({ valid: false, reason: 'malformed' });
+  });
+
+  it('VerifyStream echoes request ids through the shared client, valid and invalid mixed', async () => {
+    const good = signToken({ secret: tenant.primary.secret, tenantId: tenant.tenantId, userId: randomUUID() });
+    const bad = signToken({ secret: 'x'.repeat(43), tenantId: tenant.tenantId, userId: randomUUID() });
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => client.verify(i % 2 ? bad : good)));
+    results.forEach((r, i) => expect(r.valid).toBe(i % 2 === 0));
+    expect(results[1]).toEqual({ valid: false, reason: 'bad_signature' });
+  });
+
+  it('obeys a tenant event before the publish returns', async () => {
+    const t = registry.create();
+    const token = signToken({ secret: t.primary.secret, tenantId: t.tenantId, userId: randomUUID() });
+    expect((await client.verify(token)).valid).toBe(true);
+    await registry.disable(t.tenantId);
+    expect(await client.verify(token)).toEqual({ valid: false, reason: 'tenant_disabled' });
+  });
+
+  it('fails closed when the registry is down and nothing is cached: UNAVAILABLE (unary), unavailable (stream)', async () => {
+    const t = registry.create();
+    const token = signToken({ secret: t.primary.secret, tenantId: t.tenantId, userId: randomUUID() });
+    registry.down = true;
+    try {
+      const { err } = await verifyUnary(token);
+      expect(err?.code).toBe(grpc.status.UNAVAILABLE);
+      await expect(client.verify(token)).rejects.toMatchObject({ code: 'auth_unavailable' });
+    } finally {
+      registry.down = false;
+    }
+    expect((await client.verify(token)).valid).toBe(true);
+  });
+
+  it('serves grpc.health.v1, /healthz, /readyz and /metrics', async () => {
+    const Health = clientConstructor('grpc/health/v1/health.proto', 'grpc.health.v1.Health');
+    const health = new Health(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, (...a: unknown[]) => unknown>;
+    const status = await new Promise((resolve, reject) =>
+      (health.Check as (r: unknown, cb: (e: Error | null, r?: { status: string }) => void) => void)({ service: VERIFIER_SERVICE }, (e, r) => (e ? reject(e) : resolve(r?.status))),
+    );
+    health.close();
+    expect(status).toBe('SERVING');
+
+    const base = `http://127.0.0.1:${server.httpPort}`;
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ checks: { registry: true } });
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(/relay_verifier_verifications_total\{[^}]*result="valid"/);
+    expect(metrics).toMatch(/relay_verifier_verifications_total\{[^}]*result="invalid",reason="bad_signature"/);
+    expect(metrics).toMatch(/relay_verifier_key_lookups_total\{[^}]*layer="local"/);
+    expect(metrics).toMatch(/relay_verifier_key_lookups_total\{[^}]*layer="registry"/);
+    expect(metrics).toContain('relay_verifier_verify_duration_seconds_bucket');
+    expect((await fetch(`${base}/nope`)).status).toBe(404);
+  });
+
+  it('never logs a token or a secret', () => {
+    const all = logLines.join('');
+    expect(all.length).toBeGreaterThan(0);
+    for (const t of registry.tenants.values()) expect(all).not.toContain(t.primary.secret);
+    expect(all).not.toContain(INTERNAL_TOKEN);
+    expect(all).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}\./);
+  });
+});

@@ -1,0 +1,122 @@
+import * as grpc from '@grpc/grpc-js';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import {
+  closeServer,
+  createLogger,
+  createMetricsRegistry,
+  errorBody,
+  handleOps,
+  listen,
+  sendJson,
+  systemClock,
+  withTimeout,
+  type Clock,
+  type Logger,
+  type Service,
+} from '@service-relay/core';
+import { bindServer, HealthService, serviceDefinition, stopServer, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
+import { createTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
+import type { VerifierConfig } from './config';
+import { tokenVerifierHandlers } from './grpc-handlers';
+import { CachingKeySource } from './keys/caching-key-source';
+import { KeyCipher } from './keys/key-cipher';
+import type { KeySource, KeySourceObserver } from './keys/key-source';
+import { RedisKeyCache } from './keys/redis-key-cache';
+import { RegistryKeyClient } from './keys/registry-key-client';
+import { createVerifierMetrics } from './metrics';
+import { TokenVerifier } from './token/token-verifier';
+
+export interface VerifierDeps {
+  /** The launcher's shared bus; otherwise one is made from config.redis. */
+  bus?: TenantEventBus;
+  logger?: Logger;
+  clock?: Clock;
+  keySource?: KeySource;
+}
+
+export interface VerifierServer extends Service {
+  /** Bound ports, known after start(). */
+  readonly grpcPort: number;
+  readonly httpPort: number;
+}
+
+/** A registry fetch not answered within this fails the check closed. */
+const REGISTRY_DEADLINE_MS = 2000;
+
+export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDeps = {}): VerifierServer {
+  const logger = deps.logger ?? createLogger({ service: 'auth-verifier', level: config.logLevel });
+  const clock = deps.clock ?? systemClock;
+  const ownBus = deps.bus === undefined;
+  const bus = deps.bus ?? createTenantEventBus(config.redis, logger);
+  const registry = createMetricsRegistry('auth-verifier');
+  const metrics = createVerifierMetrics(registry);
+  const keySource = deps.keySource ?? defaultKeySource(config, bus, clock, logger, metrics.keys);
+  const verifier = new TokenVerifier({ keySource, clock, maxLifetimeS: config.maxTokenLifetimeS, logger, observer: metrics.verification });
+
+  // Callers hold one VerifyStream open for a long time and keep it alive with
+  // pings (verifier-client: every 10 s); accept them instead of answering GOAWAY.
+  const grpcServer = new grpc.Server({ 'grpc.keepalive_permit_without_calls': 1, 'grpc.http2.min_ping_interval_without_data_ms': 5_000 });
+  grpcServer.addService(serviceDefinition(VERIFIER_PROTO, VERIFIER_SERVICE), tokenVerifierHandlers(verifier, logger));
+  const health = new HealthService([VERIFIER_SERVICE]);
+  health.addTo(grpcServer);
+
+  const readiness = async () => {
+    const [keys, busReady] = await Promise.all([keySource.readiness(), config.redis.url ? bus.ready() : Promise.resolve(true)]);
+    return config.redis.url ? { ...keys, bus: busReady } : keys;
+  };
+  const http: HttpServer = createHttpServer((req, res) => {
+    if (!handleOps(req, res, { metrics: registry, readiness })) sendJson(res, 404, errorBody('not_found'));
+  });
+
+  let grpcPort = 0;
+  let httpPort = 0;
+  return {
+    get grpcPort() {
+      return grpcPort;
+    },
+    get httpPort() {
+      return httpPort;
+    },
+    async start() {
+      await keySource.start();
+      // Until the bus is subscribed the key source trusts no cache anyway
+      // (isConnected() is false), so a slow bus delays nothing but caching.
+      await withTimeout(bus.ready(), 5000).catch(() => logger.warn('tenant event bus not ready yet; verifying against the registry until it is'));
+      grpcPort = await bindServer(grpcServer, `0.0.0.0:${config.grpcPort}`);
+      httpPort = await listen(http, config.httpPort);
+      logger.info({ grpc_port: grpcPort, http_port: httpPort, registry: config.registryAddr }, 'auth-verifier listening');
+    },
+    async stop() {
+      health.setAll('NOT_SERVING');
+      health.endWatches();
+      await stopServer(grpcServer);
+      await closeServer(http);
+      await keySource.close();
+      if (ownBus) await bus.close();
+    },
+  };
+}
+
+function defaultKeySource(config: Readonly<VerifierConfig>, bus: TenantEventBus, clock: Clock, logger: Logger, observer: KeySourceObserver): KeySource {
+  const ttlMs = config.keyCacheTtlS * 1000;
+  let shared: RedisKeyCache | undefined;
+  if (config.redis.url) {
+    if (!config.cacheKey) throw new Error('the shared key cache needs SECRETS_KEY');
+    shared = new RedisKeyCache({
+      url: config.redis.url,
+      prefix: config.redis.prefix,
+      cipher: new KeyCipher(config.cacheKey),
+      floorTtlMs: Math.max(10 * ttlMs, 600_000),
+      logger,
+    });
+  }
+  return new CachingKeySource({
+    fetcher: new RegistryKeyClient({ address: config.registryAddr, internalToken: config.internalToken, deadlineMs: REGISTRY_DEADLINE_MS, logger }),
+    shared,
+    bus,
+    clock,
+    logger,
+    ttlMs,
+    observer,
+  });
+}

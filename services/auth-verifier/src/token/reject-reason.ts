@@ -1,0 +1,24 @@
+/**
+ * Why a token was rejected: a closed set, for logs and metrics only. End
+ * clients always see the single `invalid_or_missing_token`.
+ */
+export const REJECT_REASONS = [
+  'too_large',
+  'malformed',
+  'duplicate_member',
+  'bad_header',
+  'bad_alg',
+  'bad_issuer',
+  'bad_audience',
+  'bad_exp',
+  'expired',
+  'lifetime_too_long',
+  'bad_tenant_id',
+  'bad_user_id',
+  'kid_mismatch',
+  'unknown_tenant',
+  'tenant_disabled',
+  'bad_signature',
+] as const;
+
+export type RejectReason = (typeof REJECT_REASONS)[number];

@@ -1,0 +1,201 @@
+import { isUtf8 } from 'node:buffer';
+import type { Clock } from '@service-relay/core';
+import { isCanonicalUuid, isUuid } from '@service-relay/core';
+import type { VerifiedIdentity } from '@service-relay/verifier-client';
+import { canonicalTail, isCanonicalBase64url } from './base64url';
+import { hasDuplicateMembers } from './duplicate-members';
+import { hs256Matches } from './hs256';
+import type { RejectReason } from './reject-reason';
+import type { TenantKeys } from './tenant-keys';
+
+export const ISSUER = 'service-relay';
+export const AUDIENCE = 'service-relay';
+/** CONTRACT.md: at most 8 KiB. */
+export const MAX_TOKEN_BYTES = 8192;
+
+export type CheckResult = { valid: true; identity: VerifiedIdentity } | { valid: false; reason: RejectReason };
+
+/** A token that passed every rule that needs no key material. */
+export interface ParsedToken {
+  ok: true;
+  tenantId: string;
+  userId: string;
+  exp: number;
+  signingInput: string;
+  signature: Buffer;
+}
+
+export type ParseResult = ParsedToken | { ok: false; reason: RejectReason };
+
+export interface TokenCheckerOptions {
+  clock: Clock;
+  maxLifetimeS: number;
+}
+
+const reject = (reason: RejectReason): { ok: false; reason: RejectReason } => ({ ok: false, reason });
+
+/**
+ * The contract's token rules (CONTRACT.md "Tokens"), cheapest first: parse()
+ * runs everything that needs no key, checkKeys() the tenant state and the
+ * HMAC against primary, then previous. Pure: no I/O, time from the clock.
+ */
+export class TokenChecker {
+  private readonly clock: Clock;
+  private readonly maxLifetimeMs: number;
+  /**
+   * Header segment -> kid for headers that passed every header rule. A host
+   * signs every token of a tenant with the same header, and the verdict on a
+   * header depends on nothing but its bytes, so this skips a decode and a
+   * JSON parse per check. Bounded; the oldest entry goes first.
+   */
+  private readonly headers = new Map<string, string>();
+  /**
+   * Header-and-payload bytes -> claims, for tokens that passed every rule
+   * that does not depend on time. A client presents the same token until it
+   * refreshes it, so repeated checks skip the decode and JSON parse; the time
+   * rules and the HMAC still run on every check. Bounded; oldest first out.
+   */
+  private readonly recent = new Map<string, Claims>();
+
+  constructor(opts: TokenCheckerOptions) {
+    this.clock = opts.clock;
+    this.maxLifetimeMs = opts.maxLifetimeS * 1000;
+  }
+
+  parse(token: string): ParseResult {
+    // The length check is on UTF-16 units; anything non-ASCII fails the
+    // alphabet check below, so for every token that can pass, units are bytes.
+    if (token.length > MAX_TOKEN_BYTES) return reject('too_large');
+    const d1 = token.indexOf('.');
+    const d2 = d1 < 0 ? -1 : token.indexOf('.', d1 + 1);
+    if (d2 < 0 || token.indexOf('.', d2 + 1) >= 0) return reject('malformed');
+    // One pass over payload and signature for the alphabet, then the
+    // last-character rule of each; the header is checked only when new.
+    BODY_ALPHABET.lastIndex = d1 + 1;
+    if (!BODY_ALPHABET.test(token) || !canonicalTail(token, d1 + 1, d2) || !canonicalTail(token, d2 + 1, token.length)) return reject('malformed');
+
+    const signingInput = token.slice(0, d2);
+    let claims = this.recent.get(signingInput);
+    if (claims === undefined) {
+      const parsed = this.parseClaims(token, d1, d2);
+      if (!isClaims(parsed)) return parsed;
+      claims = parsed;
+      if (this.recent.size >= MAX_RECENT) this.recent.delete(this.recent.keys().next().value!);
+      this.recent.set(signingInput, claims);
+    }
+
+    // The only rules whose verdict changes with time: applied on every check.
+    const expMs = claims.exp * 1000;
+    const now = this.clock.now();
+    if (now >= expMs) return reject('expired');
+    if (expMs - now > this.maxLifetimeMs) return reject('lifetime_too_long');
+    return { ok: true, tenantId: claims.tenantId, userId: claims.userId, exp: claims.exp, signingInput, signature: Buffer.from(token.slice(d2 + 1), 'base64url') };
+  }
+
+  /** Every rule that depends on the header and payload bytes alone. */
+  private parseClaims(token: string, d1: number, d2: number): Claims | { ok: false; reason: RejectReason } {
+    const headerSeg = token.slice(0, d1);
+    let kid = this.headers.get(headerSeg);
+    let header: Record<string, unknown> | undefined;
+    if (kid === undefined) {
+      if (!isCanonicalBase64url(headerSeg)) return reject('malformed');
+      const parsed = parseSegment(headerSeg);
+      if (typeof parsed === 'string') return reject(parsed);
+      header = parsed;
+    }
+    const payload = parseSegment(token.slice(d1 + 1, d2));
+    if (typeof payload === 'string') return reject(payload);
+
+    if (header !== undefined) {
+      const checked = checkHeaderRules(header);
+      if (typeof checked !== 'string') return checked;
+      kid = checked;
+      this.rememberHeader(headerSeg, kid);
+    }
+
+    if (payload.iss !== ISSUER) return reject('bad_issuer');
+    if (payload.aud !== AUDIENCE) return reject('bad_audience');
+    const exp = payload.exp;
+    if (typeof exp !== 'number' || !Number.isSafeInteger(exp)) return reject('bad_exp');
+    const tenantId = payload.tenant_id;
+    if (!isCanonicalUuid(tenantId)) return reject('bad_tenant_id');
+    const userId = payload.user_id;
+    if (!isUuid(userId)) return reject('bad_user_id');
+    if (kid !== tenantId) return reject('kid_mismatch');
+    return { tenantId, userId, exp };
+  }
+
+  private rememberHeader(segment: string, kid: string): void {
+    if (this.headers.size >= MAX_CACHED_HEADERS) this.headers.delete(this.headers.keys().next().value!);
+    this.headers.set(segment, kid);
+  }
+
+  /** The rules that need the tenant: state, then primary, then previous. */
+  checkKeys(parsed: ParsedToken, tenant: TenantKeys): CheckResult {
+    if (!tenant.found || tenant.tenantId !== parsed.tenantId) return { valid: false, reason: 'unknown_tenant' };
+    if (tenant.disabled) return { valid: false, reason: 'tenant_disabled' };
+    for (const k of tenant.keys) {
+      if (hs256Matches(parsed.signingInput, parsed.signature, k.key)) {
+        return {
+          valid: true,
+          identity: { tenantId: parsed.tenantId, userId: parsed.userId, expiresAt: parsed.exp, keySlot: k.slot, keyVersion: k.keyVersion },
+        };
+      }
+    }
+    return { valid: false, reason: 'bad_signature' };
+  }
+
+  /** parse() and checkKeys() with a synchronous key lookup (benchmarks, tools). */
+  check(token: string, lookup: (tenantId: string) => TenantKeys): CheckResult {
+    const parsed = this.parse(token);
+    if (!parsed.ok) return { valid: false, reason: parsed.reason };
+    return this.checkKeys(parsed, lookup(parsed.tenantId));
+  }
+}
+
+const MAX_CACHED_HEADERS = 4096;
+const MAX_RECENT = 4096;
+
+interface Claims {
+  tenantId: string;
+  userId: string;
+  exp: number;
+}
+
+function isClaims(v: Claims | { ok: false }): v is Claims {
+  return !('ok' in v);
+}
+/** Payload '.' signature, from lastIndex to the end: the alphabet only, both segments non-empty. */
+const BODY_ALPHABET = /[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/y;
+
+/** The header rules; the kid when they all hold. */
+function checkHeaderRules(header: Record<string, unknown>): string | { ok: false; reason: RejectReason } {
+  if (header.alg !== 'HS256') return reject('bad_alg');
+  const kid = header.kid;
+  if (typeof kid !== 'string' || Object.hasOwn(header, 'crit')) return reject('bad_header');
+  if (Object.hasOwn(header, 'typ') && header.typ !== 'JWT') return reject('bad_header');
+  return kid;
+}
+
+/** A canonical segment to a JSON object without duplicate member names, or why not. */
+function parseSegment(segment: string): Record<string, unknown> | RejectReason {
+  const bytes = Buffer.from(segment, 'base64url');
+  const text = bytes.toString('utf8');
+  // Invalid UTF-8 decodes to U+FFFD, so two different byte strings could read
+  // as the same claims; only a text holding U+FFFD needs the full validation.
+  if (text.includes('\uFFFD') && !isUtf8(bytes)) return 'malformed';
+  const value = parseObject(text);
+  if (value === undefined) return 'malformed';
+  if (hasDuplicateMembers(text, value)) return 'duplicate_member';
+  return value;
+}
+
+function parseObject(text: string): Record<string, unknown> | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}

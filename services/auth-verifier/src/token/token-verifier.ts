@@ -1,0 +1,63 @@
+import { isRelayError, type Clock, type Logger } from '@service-relay/core';
+import type { KeySource } from '../keys/key-source';
+import type { TenantKeys } from './tenant-keys';
+import { TokenChecker, type CheckResult, type ParsedToken } from './token-checker';
+
+/** A verdict, or: the verifier could not decide (callers fail closed with 503). */
+export type VerifyOutcome = CheckResult | { valid: false; unavailable: true };
+
+export interface VerificationObserver {
+  verified(outcome: VerifyOutcome, startedAt: number): void;
+}
+
+export interface TokenVerifierOptions {
+  keySource: KeySource;
+  clock: Clock;
+  maxLifetimeS: number;
+  logger: Logger;
+  observer?: VerificationObserver;
+}
+
+const UNAVAILABLE: VerifyOutcome = Object.freeze({ valid: false, unavailable: true });
+
+/**
+ * The token rules plus key lookup. Answers synchronously when the keys are in
+ * the in-process cache (the common case), so the transport can reply without
+ * a promise hop; otherwise a promise.
+ */
+export class TokenVerifier {
+  private readonly checker: TokenChecker;
+
+  constructor(private readonly opts: TokenVerifierOptions) {
+    this.checker = new TokenChecker({ clock: opts.clock, maxLifetimeS: opts.maxLifetimeS });
+  }
+
+  verify(token: string): VerifyOutcome | Promise<VerifyOutcome> {
+    const startedAt = performance.now();
+    const parsed = this.checker.parse(token);
+    if (!parsed.ok) return this.done({ valid: false, reason: parsed.reason }, startedAt);
+    const keys = this.opts.keySource.peek(parsed.tenantId);
+    if (keys) return this.done(this.checker.checkKeys(parsed, keys), startedAt);
+    return this.opts.keySource.get(parsed.tenantId).then(
+      (k: TenantKeys) => this.done(this.recheck(parsed, k), startedAt),
+      (err: unknown) => {
+        if (!isRelayError(err) || err.code !== 'unavailable') this.opts.logger.error({ err, tenant_id: parsed.tenantId }, 'key lookup failed');
+        return this.done(UNAVAILABLE, startedAt);
+      },
+    );
+  }
+
+  /**
+   * Time moved while the keys were fetched (up to the fetch deadline), so the
+   * expiry rule is applied again against the clock of the verdict.
+   */
+  private recheck(parsed: ParsedToken, keys: TenantKeys): CheckResult {
+    if (parsed.exp * 1000 <= this.opts.clock.now()) return { valid: false, reason: 'expired' };
+    return this.checker.checkKeys(parsed, keys);
+  }
+
+  private done(outcome: VerifyOutcome, startedAt: number): VerifyOutcome {
+    this.opts.observer?.verified(outcome, startedAt);
+    return outcome;
+  }
+}
