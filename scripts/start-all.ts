@@ -81,7 +81,12 @@ async function main(): Promise<Running> {
     await stopAll();
     throw err;
   }
-  return { stop: stopAll };
+  return {
+    stop: async () => {
+      await stopAll();
+      process.stdout.write('service-relay stopped cleanly\n');
+    },
+  };
 }
 
 await runMain(main);

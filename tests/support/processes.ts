@@ -37,10 +37,14 @@ export class ManagedProcess {
       cwd: REPO_ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group: stop() signals the whole group, as Ctrl-C in a
+      // terminal does, so nothing the process started can outlive the test.
+      detached: true,
     });
     child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
-    child.on('exit', (code) => {
+    // 'close' (not 'exit'): fires after the output pipes are drained, so logs are complete.
+    child.on('close', (code) => {
       this.exitCode = code;
       for (const w of this.exitWaiters.splice(0)) w(code);
     });
@@ -69,26 +73,34 @@ export class ManagedProcess {
         clearTimeout(timer);
         this.child?.stdout?.off('data', onData);
         this.child?.stderr?.off('data', onData);
-        this.child?.off('exit', onExit);
+        this.child?.off('close', onExit);
         if (err) reject(err);
         else resolve();
       };
       this.child?.stdout?.on('data', onData);
       this.child?.stderr?.on('data', onData);
-      this.child?.once('exit', onExit);
+      this.child?.once('close', onExit);
     });
   }
 
-  /** Sends a signal and resolves with the exit code. */
+  /** Signals the process group and resolves with the exit code. */
   stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 15_000): Promise<number | null> {
     if (!this.running) return Promise.resolve(this.exitCode ?? null);
+    const pid = this.child!.pid!;
+    const kill = (sig: NodeJS.Signals) => {
+      try {
+        process.kill(-pid, sig);
+      } catch {
+        // the group is already gone
+      }
+    };
     return new Promise((resolve) => {
-      const timer = setTimeout(() => this.child?.kill('SIGKILL'), timeoutMs);
+      const timer = setTimeout(() => kill('SIGKILL'), timeoutMs);
       this.exitWaiters.push((code) => {
         clearTimeout(timer);
         resolve(code);
       });
-      this.child!.kill(signal);
+      kill(signal);
     });
   }
 }
@@ -109,7 +121,7 @@ export function runCommand(command: string, args: string[], env: Record<string, 
       child.kill('SIGKILL');
       reject(new Error(`${command} ${args.join(' ')} timed out\n${stdout}\n${stderr}`));
     }, timeoutMs);
-    child.on('exit', (code) => {
+    child.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
