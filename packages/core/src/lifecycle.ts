@@ -61,12 +61,19 @@ export function listen(server: Server, port: number, host = '0.0.0.0'): Promise<
   });
 }
 
-/** Closes a server, ending idle keep-alive sockets so close() does not wait on them. */
-export function closeServer(server: Server): Promise<void> {
+/**
+ * Stops accepting, ends idle keep-alive sockets at once and cuts whatever is
+ * still open after `graceMs`, so close() cannot wait on a slow client forever.
+ */
+export function closeServer(server: Server, graceMs = 2000): Promise<void> {
   return new Promise((resolve) => {
     if (!server.listening) return resolve();
-    server.close(() => resolve());
+    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+    timer.unref();
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
     server.closeIdleConnections();
-    setTimeout(() => server.closeAllConnections(), 2000).unref();
   });
 }

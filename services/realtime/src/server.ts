@@ -11,6 +11,9 @@ import { RealtimeMetrics } from './metrics';
 import { isScheduler, timerScheduler } from './realtime/scheduler';
 import { TopicHub } from './realtime/topic-hub';
 import { CLOSE_GOING_AWAY } from './ws/close-codes';
+
+/** How long a client gets to answer the close handshake at shutdown (the process allows 10 s in all). */
+const SHUTDOWN_GRACE_MS = 5000;
 import { Connection, type ConnectionContext } from './ws/connection';
 import { ConnectionRegistry } from './ws/connection-registry';
 import { Revocation } from './ws/revocation';
@@ -116,9 +119,11 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     async stop() {
       if (pinger) clearInterval(pinger);
       for (const u of unsubscribers.splice(0)) u();
-      const closing = closeServer(server);
-      // 1001: clients reconnect, to another instance if this one is going away.
-      await Promise.all([...connections].map((c) => c.shutdown(CLOSE_GOING_AWAY)));
+      // Stop accepting; every WebSocket gets to finish its close handshake
+      // (1001: clients reconnect, to another instance if this one is going
+      // away) before anything still open is cut.
+      const closing = closeServer(server, SHUTDOWN_GRACE_MS + 1000);
+      await Promise.all([...connections].map((c) => c.shutdown(CLOSE_GOING_AWAY, SHUTDOWN_GRACE_MS)));
       await closing;
       if (ownsVerifier) verifier.close();
       if (ownsMessages) await messages.close();

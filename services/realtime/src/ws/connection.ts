@@ -64,10 +64,10 @@ export class Connection implements TrackedConnection {
   }
 
   /** Closes and resolves once the peer answered (or after a grace period, cut hard). */
-  shutdown(code: number): Promise<void> {
+  shutdown(code: number, graceMs: number): Promise<void> {
     return new Promise((resolve) => {
       if (this.ws.readyState === this.ws.CLOSED) return resolve();
-      const timer = setTimeout(() => this.ws.terminate(), 2000);
+      const timer = setTimeout(() => this.ws.terminate(), graceMs);
       this.ws.once('close', () => {
         clearTimeout(timer);
         resolve();
