@@ -7,3 +7,4 @@ export * from './logger';
 export * from './ops';
 export * from './lifecycle';
 export * from './redis';
+export * from './secret-box';

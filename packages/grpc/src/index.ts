@@ -1,3 +1,4 @@
 export * from './protos';
 export * from './health';
 export * from './server';
+export * from './registry-keys-wire';

@@ -1,21 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { RelayError, type Logger } from '@service-relay/core';
-import { clientConstructor, internalMetadata, REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE } from '@service-relay/grpc';
+import { clientConstructor, internalMetadata, REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE, type GetTenantKeysResponse, type SigningKeyMessage } from '@service-relay/grpc';
 import type { TenantKeysData } from '../token/tenant-keys';
 import type { KeyFetcher } from './key-fetcher';
-
-interface SigningKeyWire {
-  secret: string;
-  key_version: number;
-}
-
-interface GetTenantKeysResponse {
-  found: boolean;
-  disabled: boolean;
-  version: number;
-  primary: SigningKeyWire | null;
-  previous: SigningKeyWire | null;
-}
 
 type Unary = (req: { tenant_id: string }, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: GetTenantKeysResponse) => void) => void;
 
@@ -73,7 +60,7 @@ export class RegistryKeyClient implements KeyFetcher {
 function toData(res: GetTenantKeysResponse): TenantKeysData | undefined {
   const version = Number(res.version);
   if (!res.found) return { found: false, disabled: false, version };
-  const key = (k: SigningKeyWire | null) => (k && k.secret ? { secret: k.secret, keyVersion: Number(k.key_version) } : undefined);
+  const key = (k: SigningKeyMessage | null | undefined) => (k && k.secret ? { secret: k.secret, keyVersion: Number(k.key_version) } : undefined);
   const primary = key(res.primary);
   if (!primary && !res.disabled) return undefined;
   return { found: true, disabled: res.disabled, version, primary, previous: key(res.previous) };

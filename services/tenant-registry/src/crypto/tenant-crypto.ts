@@ -1,5 +1,10 @@
 import { HostSyncHasher } from './host-sync-hasher';
-import { jwtSecretAad, SecretBox } from './secret-box';
+import { SecretBox } from '@service-relay/core';
+
+/** Associated data binding a sealed JWT secret to its tenant and key version. */
+export function jwtSecretAad(tenantId: string, keyVersion: number): string {
+  return `service-relay:jwt-secret:${tenantId}:${keyVersion}`;
+}
 
 /** Everything the store does with SECRETS_KEY, in one place. */
 export class TenantCrypto {

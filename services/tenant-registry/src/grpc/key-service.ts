@@ -1,25 +1,8 @@
 import type * as grpc from '@grpc/grpc-js';
 import { isCanonicalUuid, type Logger } from '@service-relay/core';
-import { grpcError, hasInternalToken, REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE, serviceDefinition } from '@service-relay/grpc';
+import { grpcError, hasInternalToken, REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE, serviceDefinition, type GetTenantKeysRequest, type GetTenantKeysResponse } from '@service-relay/grpc';
 import type { RegistryMetrics } from '../metrics';
 import type { TenantStore } from '../store/tenant-store';
-
-interface GetTenantKeysRequest {
-  tenant_id: string;
-}
-
-interface SigningKeyMessage {
-  secret: string;
-  key_version: number;
-}
-
-interface GetTenantKeysResponse {
-  found: boolean;
-  disabled: boolean;
-  version: number;
-  primary?: SigningKeyMessage;
-  previous?: SigningKeyMessage;
-}
 
 /**
  * relay.registry.v1.KeyService: the only place JWT secrets are decrypted for

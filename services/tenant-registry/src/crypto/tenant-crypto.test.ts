@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { HostSyncHasher } from './host-sync-hasher';
-import { jwtSecretAad, SecretBox } from './secret-box';
+import { SecretBox } from '@service-relay/core';
+import { jwtSecretAad } from './tenant-crypto';
 
 describe('SecretBox', () => {
   const box = new SecretBox(randomBytes(32));

@@ -4,13 +4,9 @@ const PREFIX = 'v1.';
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 
-/** Associated data binding a sealed JWT secret to its tenant and key version. */
-export function jwtSecretAad(tenantId: string, keyVersion: number): string {
-  return `service-relay:jwt-secret:${tenantId}:${keyVersion}`;
-}
-
 /**
- * AES-256-GCM sealing of secrets at rest: `v1.` + base64url(nonce ‖ ciphertext ‖ tag).
+ * AES-256-GCM sealing of secrets at rest (registry database, verifier cache):
+ * `v1.` + base64url(nonce ‖ ciphertext ‖ tag).
  * The prefix names the format so another cipher can be introduced beside it;
  * the associated data means a sealed value copied to another tenant or key
  * version does not open.
