@@ -1,0 +1,65 @@
+import type { Row } from './result-schema';
+import { startWorker, type StartOptions, type WorkerHandle } from './workers';
+import type { Stack } from '../stack/stack';
+
+/** Sizes and durations of one bench mode. */
+export interface Budget {
+  quick: boolean;
+  /** Runs per figure (the median of these is reported). */
+  runs: number;
+  /** Runs of the gateway rows: ~1 ms of CPU per request makes them the most sensitive to other load. */
+  httpRuns: number;
+  /** Seconds of measurement per run for throughput rows. */
+  seconds: number;
+  /** Seconds of warm-up before the first run of a target. */
+  warmupSeconds: number;
+  /** Subscribers of the fan-out rows. */
+  subscribers: number;
+  /** Idle connections of the memory row. */
+  idleConnections: number;
+  /** Connections opened per run of the connect-rate row. */
+  connects: number;
+  /** Connections revoked per run of the revocation row. */
+  revoked: number;
+}
+
+export const FULL: Budget = { quick: false, runs: 3, httpRuns: 5, seconds: 5, warmupSeconds: 2, subscribers: 1000, idleConnections: 2000, connects: 2000, revoked: 1000 };
+export const QUICK: Budget = { quick: true, runs: 1, httpRuns: 1, seconds: 1, warmupSeconds: 0.3, subscribers: 100, idleConnections: 200, connects: 200, revoked: 100 };
+
+export interface BenchContext {
+  budget: Budget;
+  /** The running services (registry, verifier, realtime, gateway) and the bench tenant. */
+  stack: Stack;
+  log(message: string): void;
+}
+
+export interface Scenario {
+  /** The rows this scenario fills, in table order. */
+  rows: Array<{ name: string; unit: string; baselineName: string; target: number }>;
+  run(ctx: BenchContext): Promise<Row[]>;
+}
+
+/** Runs `body` with a spawner whose workers are all stopped afterwards, also on error. */
+export async function withWorkers<T>(body: (spawn: (name: string, opts?: StartOptions) => Promise<WorkerHandle>) => Promise<T>): Promise<T> {
+  const spawning: Array<Promise<WorkerHandle>> = [];
+  const spawn = (name: string, opts?: StartOptions) => {
+    const p = startWorker(name, opts);
+    spawning.push(p);
+    return p;
+  };
+  try {
+    return await body(spawn);
+  } finally {
+    // Also the ones still starting when body failed.
+    const settled = await Promise.allSettled(spawning);
+    await Promise.all(settled.map((s) => (s.status === 'fulfilled' ? s.value.stop(3000) : undefined)));
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Round-robin order for run `round`: A B C, B C A, C A B, so drift hits every target alike. */
+export function rotate<T>(items: readonly T[], round: number): T[] {
+  const k = round % items.length;
+  return [...items.slice(k), ...items.slice(0, k)];
+}

@@ -1,0 +1,63 @@
+import { makeRow } from '../lib/result-schema';
+import { summarize } from '../lib/stats';
+import { sleep, withWorkers, type Scenario } from '../lib/scenario';
+import type { TenantKey } from '../lib/tokens';
+import type { WorkerHandle } from '../lib/workers';
+import type { Level, Variant } from '../lib/ws-protocols';
+
+const ROW = { name: 'conn_memory_ratio', unit: 'KiB/conn', baselineName: 'bare ws server', target: 0.6 };
+const CLIENT_PROCESSES = 2;
+const WARM_CONNECTIONS = 50;
+const median = (xs: number[]): string => summarize(xs).median.toFixed(1);
+
+/**
+ * RSS per idle connection of a fresh server process of its own (after full
+ * GCs before and after), so the figure is that server's alone: the bare ws
+ * server vs our realtime with authenticated connections.
+ */
+export const connMemory: Scenario = {
+  rows: [ROW],
+  run: (ctx) =>
+    withWorkers(async (spawn) => {
+      const { budget, stack } = ctx;
+      const clients = await Promise.all(Array.from({ length: CLIENT_PROCESSES }, (_, i) => spawn('ws-clients', { label: `clients-${i + 1}` })));
+      const per = Math.ceil(budget.idleConnections / CLIENT_PROCESSES);
+      const total = per * CLIENT_PROCESSES;
+
+      const heap: Record<'ours' | 'bare', number[]> = { ours: [], bare: [] };
+      const measure = async (variant: Variant, server: WorkerHandle, base: string, level: Level, key?: TenantKey): Promise<number> => {
+        const open = (group: string, count: number) =>
+          Promise.all(clients.map((c) => c.call<{ opened: number; firstError?: string }>('open', { group, variant, base, count, concurrency: 25, level, key })));
+        const close = (group: string) => Promise.all(clients.map((c) => c.call('close', { group })));
+        // Warm every code path once, so lazy loading and JIT are not billed to connections.
+        await open('warm', WARM_CONNECTIONS / CLIENT_PROCESSES);
+        await close('warm');
+        await sleep(300);
+        const before = await server.call<NodeJS.MemoryUsage>('gc-memory');
+        const opened = await open('idle', per);
+        const n = opened.reduce((s, o) => s + o.opened, 0);
+        if (n < total) throw new Error(`${variant}: only ${n} of ${total} connections opened (${opened.find((o) => o.firstError)?.firstError})`);
+        await sleep(1000);
+        const after = await server.call<NodeJS.MemoryUsage>('gc-memory');
+        await close('idle');
+        heap[variant === 'relay' ? 'ours' : 'bare'].push((after.heapUsed - before.heapUsed) / n / 1024);
+        return (after.rss - before.rss) / n / 1024;
+      };
+
+      const ours: number[] = [];
+      const bare: number[] = [];
+      for (let round = 0; round < budget.runs; round++) {
+        const ws = await spawn('ws-baseline', { label: 'ws-baseline', nodeFlags: ['--expose-gc'] });
+        const { port } = await ws.call<{ port: number }>('start');
+        bare.push(await measure('ws', ws, `ws://127.0.0.1:${port}`, 'open'));
+        await ws.stop();
+        const rt = await stack.startRealtime('realtime-memory', ['--expose-gc']);
+        try {
+          ours.push(await measure('relay', rt.worker, rt.ws, 'ready', stack.key));
+        } finally {
+          await rt.worker.stop();
+        }
+      }
+      return [makeRow({ ...ROW, ours, baseline: bare, lowerIsBetter: true, quick: budget.quick, note: `${total} idle connections, fresh server process per run, RSS after full GCs; of which V8 heap: ours ${median(heap.ours)} KiB/conn, bare ws ${median(heap.bare)} KiB/conn` })];
+    }),
+};

@@ -1,0 +1,90 @@
+import { makeRow } from '../lib/result-schema';
+import { rotate, sleep, withWorkers, type Scenario } from '../lib/scenario';
+import type { TenantKey } from '../lib/tokens';
+import { watchCpu, type WorkerHandle } from '../lib/workers';
+import type { Variant } from '../lib/ws-protocols';
+
+const FANOUT = { name: 'fanout_ratio', unit: 'msgs/s', baselineName: 'bare ws send loop', target: 1.0 };
+const SOCKETIO = { name: 'fanout_vs_socketio', unit: 'msgs/s', baselineName: 'socket.io room broadcast', target: 2.0 };
+const CLIENT_PROCESSES = 2;
+const MESSAGE_BYTES = 100;
+/** Messages the publisher may have sent but not yet seen delivered back to itself. */
+const WINDOW = 32;
+
+interface Target {
+  variant: Variant;
+  base: string;
+  server: WorkerHandle;
+  key?: TenantKey;
+}
+
+interface Count {
+  delivered: number;
+  open: number;
+  atMs: number;
+}
+
+/**
+ * Delivered messages/s to N subscribers of one channel. The subscribers live
+ * in two client processes, the publisher in a third; it publishes 100-byte
+ * messages as fast as delivery allows (a bounded window of its own echoes).
+ */
+export const fanout: Scenario = {
+  rows: [FANOUT, SOCKETIO],
+  run: (ctx) =>
+    withWorkers(async (spawn) => {
+      const { budget, stack } = ctx;
+      const [wsServer, sioServer, publisher, ...clients] = await Promise.all([
+        spawn('ws-baseline'),
+        spawn('socketio-baseline'),
+        spawn('ws-clients', { label: 'publisher' }),
+        ...Array.from({ length: CLIENT_PROCESSES }, (_, i) => spawn('ws-clients', { label: `subscribers-${i + 1}` })),
+      ]);
+      const wsPort = (await wsServer.call<{ port: number }>('start')).port;
+      const sioPort = (await sioServer.call<{ port: number }>('start')).port;
+      const targets: Record<Variant, Target> = {
+        relay: { variant: 'relay', base: stack.realtimeWs, server: stack.workers.realtime, key: stack.key },
+        ws: { variant: 'ws', base: `ws://127.0.0.1:${wsPort}`, server: wsServer },
+        socketio: { variant: 'socketio', base: `ws://127.0.0.1:${sioPort}`, server: sioServer },
+      };
+      const topic = `tenants/${stack.key.tenantId}/channels/bench-fanout`;
+      const per = Math.ceil(budget.subscribers / CLIENT_PROCESSES);
+      for (const t of Object.values(targets)) {
+        const opened = await Promise.all(
+          clients.map((c) => c.call<{ opened: number; firstError?: string }>('open', { group: t.variant, variant: t.variant, base: t.base, count: per, concurrency: 25, level: 'subscribed', topic, key: t.key })),
+        );
+        const total = opened.reduce((s, o) => s + o.opened, 0);
+        if (total < per * CLIENT_PROCESSES) throw new Error(`${t.variant}: only ${total} subscribers connected (${opened.find((o) => o.firstError)?.firstError})`);
+      }
+      const countsOf = (variant: Variant) => Promise.all(clients.map((c) => c.call<Count>('count', { group: variant })));
+
+      const figures: Record<Variant, number[]> = { relay: [], ws: [], socketio: [] };
+      const busiestOf: Partial<Record<Variant, string>> = {};
+      for (let round = 0; round < budget.runs; round++) {
+        for (const variant of rotate(['relay', 'ws', 'socketio'] as const, round)) {
+          const t = targets[variant];
+          await publisher.call('publishStart', { group: variant, variant, base: t.base, topic, window: WINDOW, bytes: MESSAGE_BYTES, key: t.key });
+          await sleep((round === 0 ? budget.warmupSeconds : 0.5) * 1000);
+          const cpu = await watchCpu([t.server, ...clients, publisher]);
+          const before = await countsOf(variant);
+          await sleep(budget.seconds * 1000);
+          const after = await countsOf(variant);
+          const busiest = await cpu();
+          await publisher.call('publishStop', { group: variant });
+          const rate = after.reduce((sum, a, i) => sum + ((a.delivered - before[i]!.delivered) / (a.atMs - before[i]!.atMs)) * 1000, 0);
+          figures[variant].push(rate);
+          busiestOf[variant] = busiest;
+        }
+      }
+      const dropped: string[] = [];
+      for (const variant of ['relay', 'ws', 'socketio'] as const) {
+        const open = (await countsOf(variant)).reduce((s, c) => s + c.open, 0);
+        if (open < per * CLIENT_PROCESSES) dropped.push(`${variant} dropped ${per * CLIENT_PROCESSES - open} subscribers`);
+      }
+      const note = [`${per * CLIENT_PROCESSES} subscribers in ${CLIENT_PROCESSES} processes, ${MESSAGE_BYTES}-byte data, window ${WINDOW}`, ...dropped].join('; ');
+      return [
+        makeRow({ ...FANOUT, ours: figures.relay, baseline: figures.ws, quick: budget.quick, limitedBy: busiestOf.relay, baselineLimitedBy: busiestOf.ws, note }),
+        makeRow({ ...SOCKETIO, ours: figures.relay, baseline: figures.socketio, quick: budget.quick, limitedBy: busiestOf.relay, baselineLimitedBy: busiestOf.socketio, note }),
+      ];
+    }),
+};

@@ -1,0 +1,194 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createRedis, redisReady } from '@service-relay/core';
+import type { TenantKey } from '../lib/tokens';
+import { onHardExit, startWorker, type WorkerHandle } from '../lib/workers';
+import type { ServiceName } from '../workers/service-host';
+
+/**
+ * The real services, each in its own process as in a deployment (so each
+ * figure can say whose CPU limited it), sharing one Redis under a prefix of
+ * their own, with an embedded PGlite registry in a temporary DATA_DIR.
+ */
+export interface Stack {
+  key: TenantKey;
+  env: Record<string, string>;
+  adminToken: string;
+  internalToken: string;
+  registryHttp: string;
+  verifierAddr: string;
+  realtimeHttp: string;
+  realtimeWs: string;
+  gatewayUrl: string;
+  workers: { registry: WorkerHandle; verifier: WorkerHandle; realtime: WorkerHandle; gateway: WorkerHandle };
+  /** Another realtime instance on the same Redis and verifier (stopped by the caller). */
+  startRealtime(label: string, nodeFlags?: string[]): Promise<{ worker: WorkerHandle; http: string; ws: string }>;
+  admin(path: string, method?: string): Promise<Record<string, unknown>>;
+  /** A new tenant through the admin API, its secret fetched through the gateway. */
+  createTenant(): Promise<TenantKey>;
+  stop(): Promise<void>;
+}
+
+export interface StackOptions {
+  redisUrl: string;
+  log(message: string): void;
+}
+
+const pick = (ports: Record<string, number>, names: string[], what: string): number => {
+  for (const n of names) if (typeof ports[n] === 'number' && ports[n]! > 0) return ports[n]!;
+  throw new Error(`${what}: no bound port among ${JSON.stringify(ports)}`);
+};
+
+/** A service-host worker with the service's code already imported (not started yet). */
+async function loadService(service: ServiceName, label: string, nodeFlags: string[] = []): Promise<WorkerHandle> {
+  const worker = await startWorker('service-host', { label, nodeFlags });
+  try {
+    await worker.call('load', { service }, 60_000);
+    return worker;
+  } catch (err) {
+    await worker.stop(1000);
+    throw err;
+  }
+}
+
+async function startService(worker: WorkerHandle, service: ServiceName, env: Record<string, string>): Promise<Record<string, number>> {
+  return worker.call<Record<string, number>>('start', { service, env }, 60_000);
+}
+
+export async function checkRedis(url: string): Promise<void> {
+  const redis = createRedis(url, { lazyConnect: true, retryStrategy: () => null });
+  try {
+    await redis.connect();
+    await redisReady(redis, 3000);
+  } catch (err) {
+    throw new Error(`the bench needs Redis at ${url} (set REDIS_URL): ${(err as Error).message}`);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function dropPrefix(url: string, prefix: string): Promise<void> {
+  const redis = createRedis(url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+  try {
+    await redisReady(redis, 3000);
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+export async function startStack(opts: StackOptions): Promise<Stack> {
+  await checkRedis(opts.redisUrl);
+  const dataDir = mkdtempSync(join(tmpdir(), 'relay-bench-'));
+  // stop() also deletes the Redis prefix; the PGlite directory must go on every exit path.
+  const removeDataDir = () => rmSync(dataDir, { recursive: true, force: true });
+  const dropHook = onHardExit(removeDataDir);
+  const prefix = `bench:${randomBytes(6).toString('hex')}:`;
+  const adminToken = randomBytes(32).toString('base64url');
+  const internalToken = randomBytes(32).toString('base64url');
+  const env: Record<string, string> = {
+    REDIS_URL: opts.redisUrl,
+    REDIS_PREFIX: prefix,
+    ADMIN_TOKEN: adminToken,
+    INTERNAL_TOKEN: internalToken,
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    HOST_FETCH_RATE_LIMIT: '1000',
+    HISTORY_TTL_S: '600',
+    REGISTRY_HTTP_PORT: '0',
+    REGISTRY_GRPC_PORT: '0',
+    VERIFIER_GRPC_PORT: '0',
+    VERIFIER_HTTP_PORT: '0',
+    REALTIME_PORT: '0',
+    GATEWAY_PORT: '0',
+  };
+  const loading = [
+    loadService('tenant-registry', 'registry'),
+    loadService('auth-verifier', 'verifier'),
+    loadService('realtime', 'realtime'),
+    loadService('edge-gateway', 'gateway'),
+  ] as const;
+  const stop = async () => {
+    const settled = await Promise.allSettled(loading);
+    // Reverse order: gateway first, registry last.
+    await Promise.all(settled.reverse().map((s) => (s.status === 'fulfilled' ? s.value.stop(5000) : undefined)));
+    await dropPrefix(opts.redisUrl, prefix).catch((err: unknown) => opts.log(`could not clean Redis prefix ${prefix}: ${(err as Error).message}`));
+    removeDataDir();
+    dropHook();
+  };
+  try {
+    const [registryWorker, verifierWorker, realtimeWorker, gatewayWorker] = await Promise.all(loading);
+    const registryPorts = await startService(registryWorker, 'tenant-registry', env);
+    const registryHttp = `http://127.0.0.1:${pick(registryPorts, ['httpPort'], 'registry http')}`;
+    env.REGISTRY_URL = registryHttp;
+    env.REGISTRY_GRPC_ADDR = `127.0.0.1:${pick(registryPorts, ['grpcPort'], 'registry grpc')}`;
+
+    const verifierPorts = await startService(verifierWorker, 'auth-verifier', env);
+    const verifierAddr = `127.0.0.1:${pick(verifierPorts, ['grpcPort'], 'verifier grpc')}`;
+    env.VERIFIER_ADDR = verifierAddr;
+
+    const realtimeUrls = async (worker: WorkerHandle) => {
+      const port = pick(await startService(worker, 'realtime', env), ['port', 'httpPort'], 'realtime');
+      return { worker, http: `http://127.0.0.1:${port}`, ws: `ws://127.0.0.1:${port}` };
+    };
+    const startRealtime = async (label: string, nodeFlags: string[] = []) => {
+      const worker = await loadService('realtime', label, nodeFlags);
+      try {
+        return await realtimeUrls(worker);
+      } catch (err) {
+        await worker.stop(1000);
+        throw err;
+      }
+    };
+    const realtime = await realtimeUrls(realtimeWorker);
+    env.REALTIME_URL = realtime.http;
+
+    const gatewayPorts = await startService(gatewayWorker, 'edge-gateway', env);
+    const gatewayUrl = `http://127.0.0.1:${pick(gatewayPorts, ['port', 'httpPort'], 'gateway')}`;
+
+    const admin = async (path: string, method = 'POST'): Promise<Record<string, unknown>> => {
+      const res = await fetch(`${registryHttp}${path}`, { method, headers: { authorization: `Bearer ${adminToken}` } });
+      const body = (await res.json()) as Record<string, unknown>;
+      if (!res.ok) throw new Error(`admin ${method} ${path}: ${res.status} ${JSON.stringify(body)}`);
+      return body;
+    };
+    const createTenant = async (): Promise<TenantKey> => {
+      const tenant = await admin('/admin/tenants');
+      const tenantId = String(tenant.tenant_id);
+      const basic = Buffer.from(`${String(tenant.host_sync_client_id)}:${String(tenant.host_sync_client_secret)}`).toString('base64');
+      const fetched = await fetch(`${gatewayUrl}/api/host/tenants/${tenantId}/jwt_secret/fetch`, { method: 'POST', headers: { authorization: `Basic ${basic}` } });
+      const body = (await fetched.json()) as { jwt_secret_primary?: string };
+      if (!fetched.ok || !body.jwt_secret_primary) throw new Error(`host-sync fetch through the gateway failed: ${fetched.status}`);
+      return { tenantId, secret: body.jwt_secret_primary };
+    };
+    const key = await createTenant();
+    opts.log(`stack up: registry, verifier, realtime, gateway (Redis prefix ${prefix})`);
+    return {
+      key,
+      env,
+      adminToken,
+      internalToken,
+      registryHttp,
+      verifierAddr,
+      realtimeHttp: realtime.http,
+      realtimeWs: realtime.ws,
+      gatewayUrl,
+      workers: { registry: registryWorker, verifier: verifierWorker, realtime: realtimeWorker, gateway: gatewayWorker },
+      startRealtime,
+      admin,
+      createTenant,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

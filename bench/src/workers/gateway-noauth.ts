@@ -1,0 +1,62 @@
+import { Agent, createServer } from 'node:http';
+import { createLogger, type Clock } from '@service-relay/core';
+import { createApp, createGatewayMetrics, createRateLimiter, type GatewayConfig } from '@service-relay/edge-gateway';
+import type { VerifyResult } from '@service-relay/verifier-client';
+import { serveWorker } from '../lib/worker-runtime';
+
+/**
+ * The gateway_auth_ratio baseline: the gateway's own app, built by its own
+ * createApp() with the same agent, metrics and proxy as server.ts builds, but
+ * without the auth step (createApp's bench-only switch; no configuration
+ * variable reaches it).
+ *
+ * `authenticate: false` forwards no identity, and the upstream's /api/v1/me
+ * then does different work (it refuses the request). So by default the auth
+ * step is replaced by a constant verdict instead — same headers upstream,
+ * same upstream work, zero auth cost — which is what "auth switched off"
+ * should cost. `mode: 'off'` uses the switch as is.
+ */
+
+interface StartArgs {
+  realtimeUrl: string;
+  registryUrl: string;
+  internalToken: string;
+  mode: 'constant' | 'off';
+  identity: { tenantId: string; userId: string; expiresAt: number };
+}
+
+let server: ReturnType<typeof createServer> | undefined;
+let agent: Agent | undefined;
+
+async function start(args: StartArgs): Promise<{ port: number }> {
+  const logger = createLogger({ service: 'bench-gateway-noauth', level: 'warn' });
+  const clock: Clock = { now: () => Date.now() };
+  const config: Pick<GatewayConfig, 'registryUrl' | 'realtimeUrl' | 'internalToken' | 'corsOrigins' | 'upstreamTimeoutMs' | 'trustProxy'> = {
+    registryUrl: args.registryUrl,
+    realtimeUrl: args.realtimeUrl,
+    internalToken: args.internalToken,
+    corsOrigins: [],
+    upstreamTimeoutMs: 10_000,
+    trustProxy: false,
+  };
+  agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 256 });
+  const verdict: VerifyResult = { valid: true, identity: { ...args.identity, keySlot: 'primary', keyVersion: 1 } };
+  const constant = { authenticate: async () => verdict, close: () => {} };
+  const app = createApp({
+    config,
+    logger,
+    metrics: createGatewayMetrics(),
+    rateLimiter: createRateLimiter({ limit: 60, windowMs: 60_000, clock, logger }),
+    readiness: async () => ({}),
+    agent,
+    ...(args.mode === 'off' ? { authenticate: false } : { authenticator: constant }),
+  });
+  server = createServer(app);
+  return new Promise((resolve) => server!.listen(0, '127.0.0.1', () => resolve({ port: (server!.address() as { port: number }).port })));
+}
+
+serveWorker({ start }, () => {
+  agent?.destroy();
+  server?.closeAllConnections();
+  server?.close();
+});
