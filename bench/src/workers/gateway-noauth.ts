@@ -1,6 +1,6 @@
-import { Agent, createServer } from 'node:http';
+import { createServer, type Agent } from 'node:http';
 import { createLogger, type Clock } from '@service-relay/core';
-import { createApp, createGatewayMetrics, createRateLimiter, type GatewayConfig } from '@service-relay/edge-gateway';
+import { createApp, createGatewayMetrics, createRateLimiter, createUpstreamAgent, type GatewayConfig } from '@service-relay/edge-gateway';
 import type { VerifyResult } from '@service-relay/verifier-client';
 import { serveWorker } from '../lib/worker-runtime';
 
@@ -39,7 +39,7 @@ async function start(args: StartArgs): Promise<{ port: number }> {
     upstreamTimeoutMs: 10_000,
     trustProxy: false,
   };
-  agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 256 });
+  agent = createUpstreamAgent();
   const verdict: VerifyResult = { valid: true, identity: { ...args.identity, keySlot: 'primary', keyVersion: 1 } };
   const constant = { authenticate: async () => verdict, close: () => {} };
   const app = createApp({

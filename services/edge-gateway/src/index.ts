@@ -4,3 +4,4 @@ export { createApp, type AppOptions } from './http/create-app';
 export { createGatewayMetrics, type GatewayMetrics } from './http/gateway-metrics';
 export { MAX_API_BODY_BYTES } from './http/body-limit';
 export { createRateLimiter } from './rate-limit/rate-limiter';
+export { createUpstreamAgent } from './http/upstream-agent';

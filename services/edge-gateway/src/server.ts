@@ -1,4 +1,4 @@
-import { createServer as createHttpServer, Agent } from 'node:http';
+import { createServer as createHttpServer } from 'node:http';
 import { closeServer, createLogger, createRedis, listen, systemClock, withTimeout, type Clock, type Logger, type Redis } from '@service-relay/core';
 import { createTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
@@ -8,6 +8,7 @@ import type { GatewayConfig } from './config';
 import { createApp } from './http/create-app';
 import { createGatewayMetrics } from './http/gateway-metrics';
 import { gatewayReadiness } from './http/readiness';
+import { createUpstreamAgent } from './http/upstream-agent';
 import { createRateLimiter } from './rate-limit/rate-limiter';
 
 export interface GatewayDeps {
@@ -44,10 +45,7 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
   const cache = new VerificationCache({ ttlMs: config.authCacheTtlS * 1000, maxEntries: AUTH_CACHE_MAX_ENTRIES, clock });
   const authenticator = new Authenticator({ verifier, cache, bus, logger, observer: metrics.auth });
   const rateLimiter = createRateLimiter({ limit: config.hostFetchRateLimit, windowMs: HOST_FETCH_WINDOW_MS, clock, logger, redis, prefix: config.redis.prefix });
-  // Keep-alive to the upstreams roughly doubles throughput; maxSockets stays
-  // unbounded because upstream-proxy writes the buffered body as soon as the
-  // socket is assigned, which must happen before the request is ended.
-  const agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 256 });
+  const agent = createUpstreamAgent();
   const app = createApp({
     config,
     logger,
