@@ -14,6 +14,25 @@ import { Subscription } from './subscription';
 
 const MAX_DATA_BYTES = 65_536;
 const TEXT = { binary: false } as const;
+const CONNECTION = Symbol('connection');
+
+const connectionOf = (ws: WebSocket): Connection => (ws as WebSocket & { [CONNECTION]: Connection })[CONNECTION];
+
+function onMessage(this: WebSocket, data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean): void {
+  connectionOf(this).onFrame(isBinary ? undefined : data.toString());
+}
+
+function onPong(this: WebSocket): void {
+  connectionOf(this).alive = true;
+}
+
+function onClose(this: WebSocket, code: number): void {
+  connectionOf(this).onSocketClosed(code);
+}
+
+function onError(this: WebSocket, err: Error): void {
+  connectionOf(this).onSocketError(err);
+}
 
 /** What every connection of a server shares. */
 export interface ConnectionContext {
@@ -29,7 +48,8 @@ export interface ConnectionContext {
 
 /** One authenticated WebSocket: its identity, token expiry, subscriptions and frames. */
 export class Connection implements TrackedConnection {
-  private readonly subscriptions = new Map<string, Subscription>();
+  /** Created on the first subscribe: most of an idle connection's memory is fixed cost. */
+  private subscriptions: Map<string, Subscription> | undefined;
   private cancelExpiry: () => void = () => {};
   private closeCode: number | undefined;
   private corked = false;
@@ -42,17 +62,27 @@ export class Connection implements TrackedConnection {
     public token: string,
     private readonly ctx: ConnectionContext,
   ) {
-    ws.on('message', (data, isBinary) => this.onFrame(isBinary ? undefined : data.toString()));
-    ws.on('pong', () => (this.alive = true));
-    ws.on('close', (code) => {
-      // Closes this side chose were counted when it chose them.
-      if (this.closeCode === undefined) this.ctx.metrics.closed(code);
-      this.cleanUp();
-    });
-    ws.on('error', (err) => this.ctx.logger.debug({ err: err.message, tenant_id: identity.tenantId }, 'websocket error'));
+    // Shared listeners that find their connection on the socket: four closures
+    // per connection would cost more than the connection's own state.
+    (ws as WebSocket & { [CONNECTION]: Connection })[CONNECTION] = this;
+    ws.on('message', onMessage);
+    ws.on('pong', onPong);
+    ws.on('close', onClose);
+    ws.on('error', onError);
     ctx.registry.add(this);
     this.armExpiry();
     this.send(replyFrame({ type: 'ready', tenant_id: identity.tenantId, user_id: identity.userId, expires_at: identity.expiresAt }, undefined));
+  }
+
+  /** The socket closed, from either side. */
+  onSocketClosed(code: number): void {
+    // Closes this side chose were counted when it chose them.
+    if (this.closeCode === undefined) this.ctx.metrics.closed(code);
+    this.cleanUp();
+  }
+
+  onSocketError(err: Error): void {
+    this.ctx.logger.debug({ err: err.message, tenant_id: this.identity.tenantId }, 'websocket error');
   }
 
   close(code: number, reason: string): void {
@@ -130,7 +160,8 @@ export class Connection implements TrackedConnection {
     this.send(replyFrame({ type: 'error', code, ...extra }, ref));
   }
 
-  private onFrame(text: string | undefined): void {
+  /** A frame from the client (undefined: a binary frame). */
+  onFrame(text: string | undefined): void {
     const parsed = text === undefined ? ({ ok: false, ref: undefined } as const) : parseClientFrame(text);
     if (!parsed.ok) return this.error('invalid_frame', parsed.ref);
     this.handle(parsed.frame).catch((err: unknown) => {
@@ -147,7 +178,7 @@ export class Connection implements TrackedConnection {
     const name = frame.topic as string;
     if (frame.type === 'subscribe') return this.subscribe(name, topic.ref, frame.after, frame.ref);
     if (frame.type === 'unsubscribe') {
-      const sub = this.subscriptions.get(name);
+      const sub = this.subscriptions?.get(name);
       if (sub) this.drop(sub);
       return this.send(replyFrame({ type: 'unsubscribed', topic: name }, frame.ref));
     }
@@ -159,10 +190,11 @@ export class Connection implements TrackedConnection {
   }
 
   private async subscribe(name: string, ref: Subscription['ref'], after: string | undefined, frameRef: Ref | undefined): Promise<void> {
-    if (this.subscriptions.has(name)) return this.send(replyFrame({ type: 'subscribed', topic: name }, frameRef));
-    if (this.subscriptions.size >= this.ctx.maxSubscriptions) return this.error('too_many_subscriptions', frameRef);
+    const subscriptions = (this.subscriptions ??= new Map());
+    if (subscriptions.has(name)) return this.send(replyFrame({ type: 'subscribed', topic: name }, frameRef));
+    if (subscriptions.size >= this.ctx.maxSubscriptions) return this.error('too_many_subscriptions', frameRef);
     const sub = new Subscription(name, ref, this);
-    this.subscriptions.set(name, sub);
+    subscriptions.set(name, sub);
     try {
       await this.ctx.hub.join(name, ref, sub);
       if (sub.cancelled) return;
@@ -178,7 +210,7 @@ export class Connection implements TrackedConnection {
 
   private drop(sub: Subscription): void {
     sub.cancelled = true;
-    if (this.subscriptions.get(sub.topic) === sub) this.subscriptions.delete(sub.topic);
+    if (this.subscriptions?.get(sub.topic) === sub) this.subscriptions.delete(sub.topic);
     this.ctx.hub.leave(sub.topic, sub);
   }
 
@@ -204,7 +236,7 @@ export class Connection implements TrackedConnection {
 
   private cleanUp(): void {
     this.cancelExpiry();
-    for (const sub of [...this.subscriptions.values()]) this.drop(sub);
+    if (this.subscriptions) for (const sub of [...this.subscriptions.values()]) this.drop(sub);
     this.ctx.registry.remove(this);
   }
 }
