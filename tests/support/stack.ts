@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createTestDatabase, TEST_REDIS_URL, uniqueRedisPrefix, type TestDatabase } from '@service-relay/testkit';
+import { createTestDatabase, deleteRedisPrefix, TEST_REDIS_URL, uniqueRedisPrefix, type TestDatabase } from '@service-relay/testkit';
 import { freePort, ManagedProcess, runCommand, waitForHttp } from './processes';
 
 export interface Stack {
@@ -39,9 +39,10 @@ export async function startStack(): Promise<Stack> {
     realtime: [await freePort(), await freePort()],
     gateway: await freePort(),
   };
+  const redisPrefix = uniqueRedisPrefix('e2e');
   const common = {
     REDIS_URL: TEST_REDIS_URL,
-    REDIS_PREFIX: uniqueRedisPrefix('e2e'),
+    REDIS_PREFIX: redisPrefix,
     ADMIN_TOKEN: adminToken,
     INTERNAL_TOKEN: internalToken,
     SECRETS_KEY: secretsKey,
@@ -75,6 +76,7 @@ export async function startStack(): Promise<Stack> {
   const stopAll = async () => {
     await Promise.all(Object.values(procs).map((p) => p.stop()));
     await db.drop();
+    await deleteRedisPrefix(redisPrefix);
   };
   try {
     await startOne('registry');

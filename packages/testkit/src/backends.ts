@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 
 /**
@@ -11,6 +12,21 @@ export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6
 /** A key and channel prefix of its own, so parallel tests share one Redis safely. */
 export function uniqueRedisPrefix(label = 't'): string {
   return `test:${label}:${randomBytes(6).toString('hex')}:`;
+}
+
+/** Deletes every key under `prefix`, so a test leaves nothing behind in the shared Redis. */
+export async function deleteRedisPrefix(prefix: string, url = TEST_REDIS_URL): Promise<void> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      if (keys.length > 0) await redis.unlink(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
 }
 
 export interface TestDatabase {

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { createLogger } from '@service-relay/core';
 import { RedisTenantEventBus, type TenantEventKind } from '@service-relay/tenant-events';
-import { FakeVerifier, TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
+import { deleteRedisPrefix, FakeVerifier, TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { compareMessageIds } from './messaging/message-id';
 import { ManualScheduler } from './realtime/scheduler';
@@ -42,6 +42,7 @@ describe('realtime: two instances on one Redis', () => {
     await Promise.all([a.stop(), b.stop()]);
     await events.close();
     await verifier.stop();
+    await deleteRedisPrefix(prefix);
   });
 
   it('delivers every message, from WebSocket or REST on either instance, to subscribers on both, in one order', async () => {
