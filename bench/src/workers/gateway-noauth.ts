@@ -1,5 +1,5 @@
 import { createServer, type Agent } from 'node:http';
-import { createLogger, type Clock } from '@service-relay/core';
+import { createLogger, listen, type Clock } from '@service-relay/core';
 import { createApp, createGatewayMetrics, createRateLimiter, createUpstreamAgent, type GatewayConfig } from '@service-relay/edge-gateway';
 import type { VerifyResult } from '@service-relay/verifier-client';
 import { serveWorker } from '../lib/worker-runtime';
@@ -52,7 +52,7 @@ async function start(args: StartArgs): Promise<{ port: number }> {
     ...(args.mode === 'off' ? { authenticate: false } : { authenticator: constant }),
   });
   server = createServer(app);
-  return new Promise((resolve) => server!.listen(0, '127.0.0.1', () => resolve({ port: (server!.address() as { port: number }).port })));
+  return { port: await listen(server, 0, '127.0.0.1') };
 }
 
 serveWorker({ start }, () => {

@@ -1,3 +1,4 @@
+import { listen } from '@service-relay/core';
 import { Agent, createServer, type IncomingMessage } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
@@ -20,7 +21,7 @@ interface StartArgs {
 let server: ReturnType<typeof createServer> | undefined;
 let agent: Agent | undefined;
 
-function start(args: StartArgs): Promise<{ port: number }> {
+async function start(args: StartArgs): Promise<{ port: number }> {
   const keys = new Map(Object.entries(args.secrets).map(([kid, secret]) => [kid, new TextEncoder().encode(secret)]));
   const keyFor = (header: JWTHeaderParameters): Uint8Array => {
     const key = header.kid === undefined ? undefined : keys.get(header.kid);
@@ -55,7 +56,7 @@ function start(args: StartArgs): Promise<{ port: number }> {
     }),
   );
   server = createServer(app);
-  return new Promise((resolve) => server!.listen(0, '127.0.0.1', () => resolve({ port: (server!.address() as { port: number }).port })));
+  return { port: await listen(server, 0, '127.0.0.1') };
 }
 
 serveWorker({ start }, () => {

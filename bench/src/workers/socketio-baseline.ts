@@ -1,3 +1,4 @@
+import { listen } from '@service-relay/core';
 import { createServer } from 'node:http';
 import { Server } from 'socket.io';
 import { serveWorker } from '../lib/worker-runtime';
@@ -29,10 +30,7 @@ io.on('connection', (socket) => {
 
 serveWorker(
   {
-    start: () =>
-      new Promise<{ port: number }>((resolve) => {
-        http.listen(0, '127.0.0.1', () => resolve({ port: (http.address() as { port: number }).port }));
-      }),
+    start: async () => ({ port: await listen(http, 0, '127.0.0.1') }),
     connections: () => io.engine.clientsCount,
   },
   () =>

@@ -1,3 +1,4 @@
+import { listen } from '@service-relay/core';
 import { createServer } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { serveWorker } from '../lib/worker-runtime';
@@ -50,10 +51,7 @@ wss.on('connection', (ws) => {
 
 serveWorker(
   {
-    start: () =>
-      new Promise<{ port: number }>((resolve) => {
-        http.listen(0, '127.0.0.1', () => resolve({ port: (http.address() as { port: number }).port }));
-      }),
+    start: async () => ({ port: await listen(http, 0, '127.0.0.1') }),
     connections: () => wss.clients.size,
   },
   () =>
