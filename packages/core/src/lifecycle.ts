@@ -46,8 +46,12 @@ export async function runMain(main: () => Promise<{ stop(): Promise<void> }>, op
       },
     );
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  // `on`, not `once`: Ctrl-C reaches the process twice under npm (the terminal
+  // signals the process group, and npm forwards its own copy). With no listener
+  // left, the second SIGINT would kill the process mid-shutdown, cutting every
+  // WebSocket without its 1001 close. Repeats are ignored; the deadline bounds it.
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
 }
 
 export function listen(server: Server, port: number, host = '0.0.0.0'): Promise<number> {
