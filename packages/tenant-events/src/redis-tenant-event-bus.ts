@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createRedis, redisPing, type Logger, type Redis } from '@service-relay/core';
+import { createRedis, redisPing, redisReady, type Logger, type Redis } from '@service-relay/core';
 import { parseTenantEvent, type TenantEvent } from './tenant-event';
 import type { PublishResult, TenantEventBus, TenantEventHandler } from './tenant-event-bus';
 
@@ -100,6 +100,9 @@ export class RedisTenantEventBus implements TenantEventBus {
 
   async ready(): Promise<boolean> {
     if (this.subscribedEvents) await this.subscribedEvents;
+    // Both connections open on their own; a bus created a moment ago is
+    // still connecting, which is not the same as being down.
+    await redisReady(this.pub, 2000).catch(() => {});
     return this.isConnected() && (await redisPing(this.pub));
   }
 
