@@ -49,7 +49,17 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
           state.proxyReq = proxyReq;
           // The incoming stream is already consumed, so http-proxy's pipe only ends
           // proxyReq; the buffered body goes first (headers are still unsent here).
-          if (state.body.length > 0) proxyReq.write(state.body);
+          if (state.body.length > 0) {
+            try {
+              proxyReq.write(state.body);
+            } catch (err) {
+              // Nothing a client sends may throw past this point unanswered.
+              opts.logger.warn({ upstream: opts.name, err: (err as Error).message }, 'could not forward the request body');
+              proxyReq.destroy();
+              clearTimeout(state.timer);
+              sendError(req, res as ServerResponse, 'invalid_body');
+            }
+          }
         });
         proxy.on('proxyRes', (proxyRes, req, res) => {
           const state = inFlight.get(req);
@@ -92,11 +102,16 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
     };
     inFlight.set(req, state);
     res.once('close', () => clearTimeout(state.timer));
-    void middleware(req, res, (err?: unknown) => {
+    const failed = (err: unknown) => {
       clearTimeout(state.timer);
       opts.logger.error({ err }, 'proxy middleware failed');
       sendError(req, res, 'internal');
-    });
+    };
+    try {
+      middleware(req, res, failed).catch(failed);
+    } catch (err) {
+      failed(err);
+    }
   };
 }
 
@@ -108,8 +123,13 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
  */
 function rewriteHeaders(req: IncomingMessage, body: Buffer, add: Record<string, string>, stripAuthorization: boolean): void {
   const h = req.headers;
+  // Hop-by-hop headers describe the client's connection, not the request
+  // (RFC 9110 7.6.1): forwarded onto our sized body, a client's `Trailer`
+  // made Node throw ERR_HTTP_TRAILER_INVALID outside any handler and took
+  // the process down. `connection` may name more of them.
+  const listed = typeof h.connection === 'string' ? h.connection.toLowerCase().split(',').map((n) => n.trim()) : [];
   for (const name of Object.keys(h)) {
-    if (name.startsWith('x-relay-') || name === 'x-internal-token') delete h[name];
+    if (name.startsWith('x-relay-') || name === 'x-internal-token' || HOP_BY_HOP.has(name) || name.startsWith('proxy-') || listed.includes(name)) delete h[name];
   }
   if (stripAuthorization) delete h.authorization;
   // The body was read here already: no 100-continue dance upstream, and a
@@ -121,6 +141,8 @@ function rewriteHeaders(req: IncomingMessage, body: Buffer, add: Record<string, 
   }
   Object.assign(h, add);
 }
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'upgrade', 'transfer-encoding']);
 
 function isResponse(res: unknown): res is ServerResponse {
   return typeof (res as ServerResponse | undefined)?.writeHead === 'function';
