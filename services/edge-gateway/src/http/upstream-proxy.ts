@@ -39,7 +39,7 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
     ejectPlugins: true,
     plugins: [
       (proxy) => {
-        proxy.on('proxyReq', (proxyReq, req) => {
+        proxy.on('proxyReq', (proxyReq, req, res) => {
           const state = inFlight.get(req);
           if (!state) return;
           if (state.timedOut) {
@@ -57,7 +57,7 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
               opts.logger.warn({ upstream: opts.name, err: (err as Error).message }, 'could not forward the request body');
               proxyReq.destroy();
               clearTimeout(state.timer);
-              sendError(req, res as ServerResponse, 'invalid_body');
+              sendError(req, res, 'invalid_body');
             }
           }
         });
@@ -123,6 +123,7 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
  */
 function rewriteHeaders(req: IncomingMessage, body: Buffer, add: Record<string, string>, stripAuthorization: boolean): void {
   const h = req.headers;
+  const sized = h['transfer-encoding'] !== undefined || h['content-length'] !== undefined;
   // Hop-by-hop headers describe the client's connection, not the request
   // (RFC 9110 7.6.1): forwarded onto our sized body, a client's `Trailer`
   // made Node throw ERR_HTTP_TRAILER_INVALID outside any handler and took
@@ -135,10 +136,7 @@ function rewriteHeaders(req: IncomingMessage, body: Buffer, add: Record<string, 
   // The body was read here already: no 100-continue dance upstream, and a
   // chunked upload goes on as one sized body.
   delete h.expect;
-  if (h['transfer-encoding'] !== undefined || h['content-length'] !== undefined) {
-    delete h['transfer-encoding'];
-    h['content-length'] = String(body.length);
-  }
+  if (sized) h['content-length'] = String(body.length);
   Object.assign(h, add);
 }
 
