@@ -179,3 +179,18 @@ export function requireRedisWhenAlone(redis: RedisSettings, standalone: boolean)
     throw new ConfigError('REDIS_URL', 'is required when a service runs alone (unset is only valid with `npm start`, all services in one process)');
   }
 }
+
+/** How a consumer service (verifier, gateway, realtime) reaches the tenant feed. */
+export interface TenantFeedConfig {
+  /** host:port of the registry's gRPC port (TenantFeed, KeyService). */
+  registryAddr: string;
+  /** TENANT_LEASE_MS: how long the consumer trusts its caches after its last confirmation that it is current. */
+  leaseMs: number;
+}
+
+export function readTenantFeedConfig(r: EnvReader): TenantFeedConfig {
+  return {
+    registryAddr: r.address('REGISTRY_GRPC_ADDR', `127.0.0.1:${DEFAULT_PORTS.REGISTRY_GRPC_PORT}`),
+    leaseMs: r.int('TENANT_LEASE_MS', 2000, 200, 60_000),
+  };
+}

@@ -27,6 +27,7 @@ export const ERROR_CODES = [
   'upstream_unavailable',
   'upstream_timeout',
   'unavailable',
+  'change_not_propagated',
   'internal',
 ] as const;
 
@@ -55,6 +56,7 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   upstream_unavailable: 502,
   upstream_timeout: 504,
   unavailable: 503,
+  change_not_propagated: 503,
   internal: 500,
 };
 
@@ -81,6 +83,7 @@ const GRPC_STATUS: Record<ErrorCode, GrpcStatus> = {
   upstream_unavailable: GrpcStatus.UNAVAILABLE,
   upstream_timeout: GrpcStatus.DEADLINE_EXCEEDED,
   unavailable: GrpcStatus.UNAVAILABLE,
+  change_not_propagated: GrpcStatus.UNAVAILABLE,
   internal: GrpcStatus.INTERNAL,
 };
 

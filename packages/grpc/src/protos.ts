@@ -48,3 +48,5 @@ export const VERIFIER_PROTO = 'relay/auth/v1/verifier.proto';
 export const VERIFIER_SERVICE = 'relay.auth.v1.TokenVerifier';
 export const REGISTRY_KEYS_PROTO = 'relay/registry/v1/keys.proto';
 export const REGISTRY_KEYS_SERVICE = 'relay.registry.v1.KeyService';
+export const REGISTRY_FEED_PROTO = 'relay/registry/v1/feed.proto';
+export const REGISTRY_FEED_SERVICE = 'relay.registry.v1.TenantFeed';

@@ -15,4 +15,29 @@ export interface GetTenantKeysResponse {
   /** Unset (null when received) when absent. */
   primary?: SigningKeyMessage | null;
   previous?: SigningKeyMessage | null;
+  /** The tenant feed sequence the answer reflects. */
+  as_of_seq: number;
+}
+
+export interface ChangesSinceRequest {
+  consumer_id: string;
+  consumer_kind: string;
+  /** -1 before the consumer holds any state. */
+  applied_seq: number;
+  lease_ms: number;
+  limit: number;
+}
+
+export interface TenantChangeMessage {
+  seq: number;
+  tenant_id: string;
+  kind: string;
+  version: number;
+  revoked_key_versions: number[];
+}
+
+export interface ChangesSinceResponse {
+  latest_seq: number;
+  changes: TenantChangeMessage[];
+  reset: boolean;
 }

@@ -4,6 +4,6 @@ import { RedisTenantEventBus } from './redis-tenant-event-bus';
 import type { TenantEventBus } from './tenant-event-bus';
 
 /** Redis pub/sub when REDIS_URL is set, otherwise the in-process bus. */
-export function createTenantEventBus(redis: RedisSettings, logger: Logger, ackTimeoutMs = 2000): TenantEventBus {
-  return redis.url ? new RedisTenantEventBus(redis.url, redis.prefix, logger, ackTimeoutMs) : new MemoryTenantEventBus(logger);
+export function createTenantEventBus(redis: RedisSettings, logger: Logger): TenantEventBus {
+  return redis.url ? new RedisTenantEventBus(redis.url, redis.prefix, logger) : new MemoryTenantEventBus();
 }

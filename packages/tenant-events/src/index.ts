@@ -3,3 +3,7 @@ export * from './tenant-event-bus';
 export * from './memory-tenant-event-bus';
 export * from './redis-tenant-event-bus';
 export * from './create-tenant-event-bus';
+export * from './tenant-feed';
+export * from './registry-feed-client';
+export * from './create-tenant-feed';
+export * from './manual-tenant-feed';

@@ -3,7 +3,7 @@ import { MemoryTenantEventBus } from './memory-tenant-event-bus';
 import { tenantEventBusContract } from './tenant-event-bus.contract';
 
 describe('MemoryTenantEventBus', () => {
-  // In one process every consumer subscribes to the same bus instance.
+  // In one process every consumer listens on the same bus instance.
   tenantEventBusContract({
     async create(n) {
       const bus = new MemoryTenantEventBus();

@@ -4,7 +4,6 @@ import { TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
 import { describe, expect, it } from 'vitest';
 import { RedisTenantEventBus } from './redis-tenant-event-bus';
 import { tenantEventBusContract } from './tenant-event-bus.contract';
-import { VersionTracker } from './tenant-event';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 
@@ -14,20 +13,25 @@ describe('RedisTenantEventBus', () => {
     async create(n) {
       const prefix = uniqueRedisPrefix('bus');
       return {
-        publisher: new RedisTenantEventBus(TEST_REDIS_URL, prefix, logger, 500),
-        consumers: Array.from({ length: n }, () => new RedisTenantEventBus(TEST_REDIS_URL, prefix, logger, 500)),
+        publisher: new RedisTenantEventBus(TEST_REDIS_URL, prefix, logger),
+        consumers: Array.from({ length: n }, () => new RedisTenantEventBus(TEST_REDIS_URL, prefix, logger)),
       };
     },
   });
 
-  it('tells its consumers to drop state when its connection was lost and came back', async () => {
+  it('tells its consumers to check now when its connection was lost and came back', async () => {
     const prefix = uniqueRedisPrefix('bus');
     const bus = new RedisTenantEventBus(TEST_REDIS_URL, prefix, logger);
     const admin = new Redis(TEST_REDIS_URL);
     try {
-      bus.subscribe(() => {});
+      const notices: Array<number | undefined> = [];
+      let woke!: () => void;
+      const wake = new Promise<void>((r) => (woke = r));
+      bus.onNotice((seq) => {
+        notices.push(seq);
+        if (seq === undefined) woke();
+      });
       expect(await bus.ready()).toBe(true);
-      const reset = new Promise<void>((resolve) => bus.onReset(resolve));
       const clients = (await admin.client('LIST')) as string;
       const ids = clients
         .split('\n')
@@ -35,22 +39,23 @@ describe('RedisTenantEventBus', () => {
         .map((line) => /\bid=(\d+)/.exec(line)![1]!);
       expect(ids).toHaveLength(1);
       await admin.client('KILL', 'ID', ids[0]!);
-      await reset;
+      await wake;
+      expect(notices).toContain(undefined);
       expect(await bus.ready()).toBe(true);
     } finally {
       admin.disconnect();
       await bus.close();
     }
   });
-});
 
-describe('VersionTracker', () => {
-  it('reports a jump in a tenant version as a gap', () => {
-    const t = new VersionTracker(2);
-    const e = (tenant_id: string, version: number) => ({ event_id: 'x', tenant_id, kind: 'rotated' as const, version, revoked_key_versions: [] });
-    expect(t.observe(e('a', 1))).toBe(false);
-    expect(t.observe(e('a', 2))).toBe(false);
-    expect(t.observe(e('a', 4))).toBe(true);
-    expect(t.observe(e('b', 9))).toBe(false);
+  it('fails a notice fast when Redis cannot be reached, instead of hanging', async () => {
+    const bus = new RedisTenantEventBus('redis://127.0.0.1:1', uniqueRedisPrefix('bus'), logger);
+    try {
+      const started = Date.now();
+      await expect(bus.notify(1)).rejects.toThrow();
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      await bus.close();
+    }
   });
 });

@@ -1,20 +1,20 @@
-import { randomUUID } from 'node:crypto';
 import { afterEach, expect, it } from 'vitest';
-import type { TenantEvent } from './tenant-event';
 import type { TenantEventBus } from './tenant-event-bus';
 
 export interface BusFixture {
-  /** A bus that publishes, and `consumers` buses (or consumer slots) that subscribe. */
+  /** A bus that announces, and `consumers` buses (or consumer slots) that listen. */
   create(consumers: number): Promise<{ publisher: TenantEventBus; consumers: TenantEventBus[] }>;
 }
 
-const event = (over: Partial<TenantEvent> = {}): Omit<TenantEvent, 'event_id'> => ({
-  tenant_id: randomUUID(),
-  kind: 'disabled',
-  version: 2,
-  revoked_key_versions: [],
-  ...over,
-});
+/** Resolves with the next notice a bus hands to its handlers. */
+function nextNotice(bus: TenantEventBus): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const off = bus.onNotice((seq) => {
+      off();
+      resolve(seq);
+    });
+  });
+}
 
 /** The behaviour every TenantEventBus driver must have. */
 export function tenantEventBusContract(fixture: BusFixture): void {
@@ -28,55 +28,30 @@ export function tenantEventBusContract(fixture: BusFixture): void {
     await Promise.all(opened.splice(0).map((b) => b.close()));
   });
 
-  it('publish returns only after every consumer finished applying the event', async () => {
+  it('hands an announced sequence to every consumer', async () => {
     const { publisher, consumers } = await create(2);
-    const applied: string[] = [];
-    consumers.forEach((c, i) =>
-      c.subscribe(async (e) => {
-        await new Promise((r) => setImmediate(r));
-        applied.push(`${i}:${e.tenant_id}:${e.kind}:${e.version}`);
-      }),
-    );
+    const got = consumers.map((c) => nextNotice(c));
     await Promise.all(consumers.map((c) => c.ready()));
-    const e = event({ kind: 'previous_expired', version: 5, revoked_key_versions: [3] });
-    const result = await publisher.publish(e);
-    expect(result).toEqual({ delivered: 2, acknowledged: 2 });
-    expect(applied.sort()).toEqual([`0:${e.tenant_id}:previous_expired:5`, `1:${e.tenant_id}:previous_expired:5`]);
+    await publisher.notify(42);
+    expect(await Promise.all(got)).toEqual([42, 42]);
   });
 
-  it('delivers every field and a fresh event id', async () => {
+  it('stops handing notices to a handler after it unsubscribed', async () => {
     const { publisher, consumers } = await create(1);
-    const got: TenantEvent[] = [];
-    consumers[0]!.subscribe((e) => void got.push(e));
+    const seen: Array<number | undefined> = [];
+    const off = consumers[0]!.onNotice((s) => void seen.push(s));
+    const later = nextNotice(consumers[0]!);
     await consumers[0]!.ready();
-    const e = event({ kind: 'revoked_all', version: 9, revoked_key_versions: [7, 8] });
-    await publisher.publish(e);
-    expect(got).toHaveLength(1);
-    expect(got[0]).toMatchObject(e);
-    expect(got[0]!.event_id).toMatch(/^[0-9a-f-]{36}$/);
-  });
-
-  it('a failing consumer does not block the others and is not counted as applied', async () => {
-    const { publisher, consumers } = await create(2);
-    let applied = 0;
-    consumers[0]!.subscribe(() => {
-      throw new Error('consumer broke');
-    });
-    consumers[1]!.subscribe(() => void applied++);
-    await Promise.all(consumers.map((c) => c.ready()));
-    const result = await publisher.publish(event());
-    expect(applied).toBe(1);
-    expect(result).toEqual({ delivered: 2, acknowledged: 1 });
-  });
-
-  it('stops delivering after unsubscribe', async () => {
-    const { publisher, consumers } = await create(1);
-    let seen = 0;
-    const off = consumers[0]!.subscribe(() => void seen++);
-    await consumers[0]!.ready();
-    await publisher.publish(event());
     off();
-    await publisher.publish(event());
-    expect(seen).toBe(1);
+    await publisher.notify(7);
+    expect(await later).toBe(7);
+    expect(seen).toEqual([]);
+  });
+
+  it('reports itself ready and connected', async () => {
+    const { consumers } = await create(1);
+    consumers[0]!.onNotice(() => {});
+    expect(await consumers[0]!.ready()).toBe(true);
+    expect(consumers[0]!.isConnected()).toBe(true);
   });
 }

@@ -1,29 +1,18 @@
-import type { TenantEvent } from './tenant-event';
-
-export type TenantEventHandler = (event: TenantEvent) => void | Promise<void>;
-
-export interface PublishResult {
-  /** Consumers (processes) the event reached. */
-  delivered: number;
-  /** Consumers that finished applying it before publish() returned. */
-  acknowledged: number;
-}
+/** Called with the feed sequence a notice announced; undefined means "check now" (the bus may have missed notices). */
+export type NoticeHandler = (seq: number | undefined) => void;
 
 /**
- * Tenant change events. publish() resolves once every subscribed consumer has
- * run its handlers (or the ack deadline passed), so an admin call that awaits
- * it returns only after every instance has applied the change.
+ * The wake-up channel of the tenant feed. The registry announces every
+ * committed change's sequence here so that consumers pull it at once instead
+ * of at their next poll. It carries no state and nothing depends on it
+ * arriving: a lost, late or duplicated notice only changes how soon a
+ * consumer pulls (see TenantFeed), never what it trusts.
  */
 export interface TenantEventBus {
-  publish(event: Omit<TenantEvent, 'event_id'>): Promise<PublishResult>;
-  /** Handlers run for every event; the consumer acknowledges after all of them finished. */
-  subscribe(handler: TenantEventHandler): () => void;
-  /**
-   * Called when events may have been missed (the connection to the bus was
-   * lost and is back): consumers drop whatever they cannot prove fresh.
-   */
-  onReset(handler: () => void | Promise<void>): () => void;
-  /** True while events can be received. */
+  /** Announces `seq`. Resolves when sent; never waits on consumers. Rejects when the bus cannot send. */
+  notify(seq: number): Promise<void>;
+  onNotice(handler: NoticeHandler): () => void;
+  /** True while notices can be received. */
   isConnected(): boolean;
   ready(): Promise<boolean>;
   close(): Promise<void>;

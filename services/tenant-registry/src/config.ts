@@ -17,6 +17,10 @@ export interface RegistryConfig {
   /** 32 bytes; encrypts JWT secrets and keys the host-sync hash. */
   secretsKey: Buffer;
   logLevel: string;
+  /** How long an admin call waits for a change to be in force everywhere before answering 503 change_not_propagated. */
+  propagationTimeoutMs: number;
+  /** How long committed changes stay in the outbox (a consumer further behind resets). */
+  feedRetentionMs: number;
 }
 
 export interface LoadConfigOptions {
@@ -44,6 +48,8 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     internalToken: r.credential('INTERNAL_TOKEN'),
     secretsKey: r.secretsKey(),
     logLevel: r.logLevel(),
+    propagationTimeoutMs: r.int('PROPAGATION_TIMEOUT_MS', 3000, 100, 60_000),
+    feedRetentionMs: r.int('FEED_RETENTION_S', 7 * 86_400, 60, 365 * 86_400) * 1000,
   });
 }
 

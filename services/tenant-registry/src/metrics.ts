@@ -1,8 +1,9 @@
 import { createMetricsRegistry } from '@service-relay/core';
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
 
 export type FetchResult = 'ok' | 'rejected' | 'error';
 export type KeyCallResult = 'found' | 'not_found' | 'unauthenticated' | 'error';
+export type FeedCallResult = 'ok' | 'reset' | 'invalid' | 'unauthenticated' | 'error';
 
 /** The registry's own Prometheus metrics, on a registry of its own. */
 export class RegistryMetrics {
@@ -10,6 +11,9 @@ export class RegistryMetrics {
   private readonly adminRequests: Counter<'route' | 'status'>;
   private readonly fetches: Counter<'result'>;
   private readonly keyCalls: Counter<'result'>;
+  private readonly feedCalls: Counter<'result'>;
+  private readonly propagations: Counter<'result'>;
+  private readonly propagationSeconds: Histogram;
 
   constructor() {
     this.registry = createMetricsRegistry('tenant-registry');
@@ -31,6 +35,33 @@ export class RegistryMetrics {
       labelNames: ['result'],
       registers: [this.registry],
     });
+    this.feedCalls = new Counter({
+      name: 'relay_registry_feed_requests_total',
+      help: 'TenantFeed.ChangesSince calls by result',
+      labelNames: ['result'],
+      registers: [this.registry],
+    });
+    this.propagations = new Counter({
+      name: 'relay_registry_propagations_total',
+      help: 'Committed tenant changes by whether they were confirmed in force everywhere within PROPAGATION_TIMEOUT_MS',
+      labelNames: ['result'],
+      registers: [this.registry],
+    });
+    this.propagationSeconds = new Histogram({
+      name: 'relay_registry_propagation_seconds',
+      help: 'Time from commit until a tenant change was confirmed in force on every consumer',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5],
+      registers: [this.registry],
+    });
+  }
+
+  feedCall(result: FeedCallResult): void {
+    this.feedCalls.inc({ result });
+  }
+
+  propagation(confirmed: boolean, seconds: number): void {
+    this.propagations.inc({ result: confirmed ? 'confirmed' : 'not_propagated' });
+    if (confirmed) this.propagationSeconds.observe(seconds);
   }
 
   adminRequest(route: string, status: number): void {

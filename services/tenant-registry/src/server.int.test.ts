@@ -1,5 +1,5 @@
 import { createLogger } from '@service-relay/core';
-import { RedisTenantEventBus, type TenantEvent } from '@service-relay/tenant-events';
+import { RedisTenantEventBus, type TenantEvent, type TenantFeed } from '@service-relay/tenant-events';
 import { createTestDatabase, TEST_REDIS_URL, uniqueRedisPrefix, type TestDatabase } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRegistry, type TestRegistry } from './testing/test-registry';
@@ -8,27 +8,26 @@ const silent = createLogger({ service: 'test', level: 'silent' });
 
 let database: TestDatabase;
 let reg: TestRegistry;
-let consumer: RedisTenantEventBus;
+let consumer: TenantFeed;
 const received: TenantEvent[] = [];
 
 beforeAll(async () => {
   database = await createTestDatabase('registry_srv');
   const prefix = uniqueRedisPrefix('registry');
-  consumer = new RedisTenantEventBus(TEST_REDIS_URL, prefix, silent);
-  // Another process's consumer: it acknowledges only after its handler ran.
-  consumer.subscribe(async (e) => {
-    await new Promise((r) => setImmediate(r));
-    received.push(e);
-  });
-  await consumer.ready();
   reg = await startTestRegistry({
     env: { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix },
     bus: new RedisTenantEventBus(TEST_REDIS_URL, prefix, silent),
   });
+  // Another consumer: it reports a change applied only after its handler ran.
+  consumer = await reg.consumer();
+  consumer.subscribe(async (e) => {
+    await new Promise((r) => setImmediate(r));
+    received.push(e);
+  });
 });
 afterAll(async () => {
+  consumer?.close();
   await reg?.stop();
-  await consumer?.close();
   await database?.drop();
 });
 
@@ -38,7 +37,7 @@ describe('tenant-registry on PostgreSQL and Redis', () => {
     expect(await res.json()).toEqual({ status: 'ready', checks: { database: true, tenant_events: true } });
   });
 
-  it('answers an admin call only after a consumer in another process applied the event', async () => {
+  it('answers an admin call only after another consumer applied the change, in feed order', async () => {
     const created = (await (await reg.admin('POST', '/admin/tenants')).json()) as { tenant_id: string };
     expect(received.filter((e) => e.tenant_id === created.tenant_id).map((e) => e.kind)).toEqual(['created']);
     await reg.admin('POST', `/admin/tenants/${created.tenant_id}/jwt_secret/rotate`);

@@ -1,18 +1,24 @@
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import { closeServer, createLogger, handleOps, listen, systemClock, type Clock, type Logger, type Service } from '@service-relay/core';
-import { bindServer, HealthService, REGISTRY_KEYS_SERVICE, stopServer } from '@service-relay/grpc';
+import { bindServer, HealthService, REGISTRY_FEED_SERVICE, REGISTRY_KEYS_SERVICE, stopServer } from '@service-relay/grpc';
 import { createTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
 import type { RegistryConfig } from './config';
 import { TenantCrypto } from './crypto/tenant-crypto';
 import { createDb } from './db/create-db';
 import type { Db } from './db/db';
+import { addFeedService } from './grpc/feed-service';
 import { addKeyService } from './grpc/key-service';
 import { createApp } from './http/create-app';
 import { RegistryMetrics } from './metrics';
 import { TenantStore } from './store/tenant-store';
 import { HostSyncCheck } from './tenants/host-sync-check';
+import { Propagation } from './tenants/propagation';
 import { TenantAdmin } from './tenants/tenant-admin';
+
+/** The latest feed sequence is announced on the bus this often, so a consumer that missed a notice pulls at once. */
+const HEARTBEAT_MS = 1000;
+const PRUNE_EVERY_MS = 3_600_000;
 
 export interface RegistryDeps {
   /** The shared bus when every service runs in one process; else one is made from config.redis. */
@@ -37,6 +43,8 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
   let http: HttpServer | undefined;
   let rpc: grpc.Server | undefined;
   let health: HealthService | undefined;
+  let propagation: Propagation | undefined;
+  let pruner: NodeJS.Timeout | undefined;
   let httpPort = 0;
   let grpcPort = 0;
 
@@ -47,6 +55,8 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
   };
 
   const stop = async (): Promise<void> => {
+    clearInterval(pruner);
+    propagation?.stop();
     health?.setAll('NOT_SERVING');
     health?.endWatches();
     await Promise.all([http && closeServer(http), rpc && stopServer(rpc)]);
@@ -69,8 +79,15 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         db = await createDb(config.database);
         const crypto = new TenantCrypto(config.secretsKey);
         const store = new TenantStore(db, crypto, deps.clock ?? systemClock);
+        propagation = new Propagation(store.feed, bus, logger, config.propagationTimeoutMs);
+        propagation.startHeartbeat(HEARTBEAT_MS);
+        const feed = store.feed;
+        pruner = setInterval(() => {
+          feed.prune(config.feedRetentionMs).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'tenant feed prune failed'));
+        }, PRUNE_EVERY_MS);
+        pruner.unref();
         const app = createApp({
-          admin: new TenantAdmin(store, bus, logger),
+          admin: new TenantAdmin(store, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds)),
           hostSync: new HostSyncCheck(store, crypto.hostSync),
           adminToken: config.adminToken,
           metrics,
@@ -83,7 +100,9 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         httpPort = await listen(http, config.httpPort);
         rpc = new grpc.Server();
         addKeyService(rpc, store, config.internalToken, metrics, logger);
-        health = new HealthService([REGISTRY_KEYS_SERVICE]);
+        const p = propagation;
+        addFeedService(rpc, store.feed, config.internalToken, () => p.progressed(), metrics, logger);
+        health = new HealthService([REGISTRY_KEYS_SERVICE, REGISTRY_FEED_SERVICE]);
         health.addTo(rpc);
         grpcPort = await bindServer(rpc, `0.0.0.0:${config.grpcPort}`);
         logger.info({ http_port: httpPort, grpc_port: grpcPort, database: config.database.kind }, 'tenant-registry listening');

@@ -37,12 +37,13 @@ export function addKeyService(server: grpc.Server, store: TenantStore, internalT
 async function lookup(store: TenantStore, tenantId: string): Promise<GetTenantKeysResponse> {
   // Malformed ids are never issued, so they are simply not found.
   const keys = isCanonicalUuid(tenantId) ? await store.getKeys(tenantId) : undefined;
-  if (!keys) return { found: false, disabled: false, version: 0 };
-  if (keys.disabled) return { found: true, disabled: true, version: keys.version };
+  if (!keys) return { found: false, disabled: false, version: 0, as_of_seq: 0 };
+  if (keys.disabled) return { found: true, disabled: true, version: keys.version, as_of_seq: keys.asOfSeq };
   const response: GetTenantKeysResponse = {
     found: true,
     disabled: false,
     version: keys.version,
+    as_of_seq: keys.asOfSeq,
     primary: { secret: keys.primary.secret, key_version: keys.primary.keyVersion },
   };
   if (keys.previous) response.previous = { secret: keys.previous.secret, key_version: keys.previous.keyVersion };

@@ -65,7 +65,7 @@ describe('admin API', () => {
     expect(await big.text()).toBe('{"errors":["payload_too_large"]}');
   });
 
-  it('disables and enables, publishing only real changes', async () => {
+  it('disables and enables; a repeated disable is propagated again', async () => {
     const t = await createTenant();
     const id = t.tenant_id as string;
     const disabled = await reg.admin('POST', `/admin/tenants/${id}/disable`);
@@ -81,7 +81,8 @@ describe('admin API', () => {
     expect(eventsFor(id)).toEqual([
       { kind: 'created', version: 1, revoked_key_versions: [] },
       { kind: 'disabled', version: 2, revoked_key_versions: [] },
-      { kind: 'enabled', version: 3, revoked_key_versions: [] },
+      { kind: 'disabled', version: 3, revoked_key_versions: [] },
+      { kind: 'enabled', version: 4, revoked_key_versions: [] },
     ]);
   });
 
@@ -107,8 +108,9 @@ describe('admin API', () => {
       { kind: 'rotated', version: 2, revoked_key_versions: [] },
       { kind: 'rotated', version: 3, revoked_key_versions: [1] },
       { kind: 'previous_expired', version: 4, revoked_key_versions: [2] },
-      { kind: 'rotated', version: 5, revoked_key_versions: [] },
-      { kind: 'revoked_all', version: 6, revoked_key_versions: [4, 3] },
+      { kind: 'previous_expired', version: 5, revoked_key_versions: [] },
+      { kind: 'rotated', version: 6, revoked_key_versions: [] },
+      { kind: 'revoked_all', version: 7, revoked_key_versions: [4, 3] },
     ]);
   });
 
@@ -125,7 +127,7 @@ describe('admin API', () => {
 
   it('answers an admin call only after every consumer applied its event', async () => {
     const applied: string[] = [];
-    const off = reg.bus.subscribe(async (e) => {
+    const off = reg.feed.subscribe(async (e) => {
       await new Promise((r) => setImmediate(r));
       applied.push(e.kind);
     });
@@ -238,5 +240,60 @@ describe('admin API', () => {
     for (const secret of [reg.adminToken, created.host_sync_client_secret, revoked.host_sync_client_secret, rotated.host_sync_client_secret, 'wrong-token-that-should-not-be-logged']) {
       expect(logs).not.toContain(secret as string);
     }
+  });
+});
+
+describe('admin API: an answer is the truth about propagation', () => {
+  let r: TestRegistry;
+  beforeAll(async () => {
+    r = await startTestRegistry({ env: { PROPAGATION_TIMEOUT_MS: '600' }, logLevel: 'warn' });
+  });
+  afterAll(async () => {
+    await r?.stop();
+  });
+
+  it('does not wait for a consumer that went silent: past its lease it trusts no cache', async () => {
+    const id = ((await (await r.admin('POST', '/admin/tenants')).json()) as Record<string, unknown>).tenant_id as string;
+    const gone = await r.consumer(300);
+    gone.close();
+    const res = await r.admin('POST', `/admin/tenants/${id}/disable`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ tenant_id: id, disabled: true });
+  });
+
+  it('answers 503 change_not_propagated with the committed view while a consumer holding its lease has not applied the change', async () => {
+    const created = (await (await r.admin('POST', '/admin/tenants')).json()) as Record<string, unknown>;
+    const id = created.tenant_id as string;
+    const stuck = await r.consumer(1500);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    stuck.subscribe(async (e) => {
+      if (e.tenant_id === id && e.kind === 'revoked_all') await released;
+    });
+    try {
+      const res = await r.admin('POST', `/admin/tenants/${id}/jwt_secret/revoke_all`);
+      expect(res.status).toBe(503);
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      const body = (await res.json()) as { errors: string[]; tenant: Record<string, unknown>; pending_consumers: Array<{ consumer_id: string; kind: string }> };
+      expect(body.errors).toEqual(['change_not_propagated']);
+      // The change is committed: the view shows it, and the new host-sync secret is not lost.
+      expect(body.tenant).toMatchObject({ tenant_id: id, has_previous_secret: false, host_sync_client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+      expect(body.pending_consumers).toEqual([expect.objectContaining({ consumer_id: stuck.consumerId, kind: 'test-consumer' })]);
+      const view = (await (await r.admin('GET', `/admin/tenants/${id}`)).json()) as Record<string, unknown>;
+      expect(view.updated_at).toBe(body.tenant.updated_at);
+      release();
+      // Once the consumer applied it, repeating the call is confirmed.
+      expect((await r.admin('POST', `/admin/tenants/${id}/jwt_secret/revoke_all`)).status).toBe(200);
+    } finally {
+      release();
+      stuck.close();
+    }
+  });
+
+  it('counts the answer in /metrics', async () => {
+    const text = await (await fetch(`${r.baseUrl}/metrics`)).text();
+    expect(text).toMatch(/relay_registry_propagations_total\{[^}]*result="not_propagated"[^}]*\} [1-9]/);
+    expect(text).toMatch(/relay_registry_propagations_total\{[^}]*result="confirmed"[^}]*\} [1-9]/);
+    expect(text).toMatch(/relay_registry_feed_requests_total\{[^}]*result="ok"[^}]*\} [1-9]/);
   });
 });

@@ -1,8 +1,8 @@
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
-import { isCanonicalUuid, RelayError, safeEqual, sendJson } from '@service-relay/core';
+import { httpStatusFor, isCanonicalUuid, RelayError, safeEqual, sendJson } from '@service-relay/core';
 import type { RegistryMetrics } from '../metrics';
-import type { TenantAction, TenantAdmin } from '../tenants/tenant-admin';
-import { toTenantView, type TenantChange } from '../tenants/tenant';
+import type { AdminOutcome, TenantAction, TenantAdmin } from '../tenants/tenant-admin';
+import { toTenantView } from '../tenants/tenant';
 import { decodeCursor, encodeCursor, parseLimit } from './list-cursor';
 import { NO_STORE, sendError, sendMethodNotAllowed } from './send';
 
@@ -102,8 +102,24 @@ function requireEmptyBody(req: Request, _res: Response, next: NextFunction): voi
   next(isEmptyObject ? undefined : new RelayError('invalid_body'));
 }
 
-function send(res: Response, status: number, change: TenantChange): void {
-  const body: Record<string, unknown> = { ...toTenantView(change.tenant) };
-  if (change.hostSyncSecret !== undefined) body.host_sync_client_secret = change.hostSyncSecret;
-  sendJson(res, status, body, NO_STORE);
+/**
+ * The committed view. A change not confirmed in force everywhere within the
+ * bound answers 503 change_not_propagated with that same view (and a new
+ * host-sync secret, which is shown only here) and the consumers still behind.
+ */
+function send(res: Response, status: number, change: AdminOutcome): void {
+  const view: Record<string, unknown> = { ...toTenantView(change.tenant) };
+  if (change.hostSyncSecret !== undefined) view.host_sync_client_secret = change.hostSyncSecret;
+  const p = change.propagation;
+  if (p && !p.confirmed) {
+    res.setHeader('retry-after', '1');
+    sendJson(
+      res,
+      httpStatusFor('change_not_propagated'),
+      { errors: ['change_not_propagated'], tenant: view, pending_consumers: p.pending.map((c) => ({ consumer_id: c.consumerId, kind: c.kind, applied_seq: c.appliedSeq })) },
+      NO_STORE,
+    );
+    return;
+  }
+  sendJson(res, status, view, NO_STORE);
 }

@@ -40,7 +40,7 @@ export function tenantStoreContract(driver: string, makeHarness: () => Promise<S
       expect(tenant.hostSyncClientId).toMatch(/^hs_[0-9a-f]{32}$/);
       expect(hostSyncSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
       expect(tenant).toMatchObject({ disabled: false, version: 1, primaryKeyVersion: 1, previousKeyVersion: null });
-      expect(event).toEqual({ kind: 'created', version: 1, revokedKeyVersions: [] });
+      expect(event).toMatchObject({ kind: 'created', version: 1, revokedKeyVersions: [] });
       expect(await store.get(tenant.tenantId)).toEqual(tenant);
       const keys = await store.getKeys(tenant.tenantId);
       expect(keys?.primary.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -54,39 +54,49 @@ export function tenantStoreContract(driver: string, makeHarness: () => Promise<S
       expect(await store.getKeys("x' OR 1=1 --")).toBeUndefined();
     });
 
-    it('disables and enables, bumping the version only on a real change', async () => {
-      const { tenant } = await store.create();
+    it('disables and enables; a repeated call is recorded again (it re-propagates), each change with the next feed sequence', async () => {
+      const { tenant, event: created } = await store.create();
       const disabled = await store.setDisabled(tenant.tenantId, true);
       expect(disabled?.tenant).toMatchObject({ disabled: true, version: 2 });
-      expect(disabled?.event).toEqual({ kind: 'disabled', version: 2, revokedKeyVersions: [] });
+      expect(disabled?.event).toEqual({ kind: 'disabled', version: 2, revokedKeyVersions: [], seq: created!.seq + 1 });
       const again = await store.setDisabled(tenant.tenantId, true);
-      expect(again?.tenant.version).toBe(2);
-      expect(again?.event).toBeUndefined();
+      expect(again?.tenant).toMatchObject({ disabled: true, version: 3 });
+      expect(again?.event).toEqual({ kind: 'disabled', version: 3, revokedKeyVersions: [], seq: created!.seq + 2 });
       const enabled = await store.setDisabled(tenant.tenantId, false);
-      expect(enabled?.event).toEqual({ kind: 'enabled', version: 3, revokedKeyVersions: [] });
+      expect(enabled?.event).toEqual({ kind: 'enabled', version: 4, revokedKeyVersions: [], seq: created!.seq + 3 });
+      const page = await store.feed.changesSince(created!.seq - 1, 10);
+      expect(page.reset).toBe(false);
+      expect(page.latestSeq).toBe(created!.seq + 3);
+      expect(page.changes.map((c) => [c.seq, c.kind, c.version])).toEqual([
+        [created!.seq, 'created', 1],
+        [created!.seq + 1, 'disabled', 2],
+        [created!.seq + 2, 'disabled', 3],
+        [created!.seq + 3, 'enabled', 4],
+      ]);
+      expect((await store.getKeys(tenant.tenantId))?.asOfSeq).toBe(created!.seq + 3);
     });
 
     it('rotates: the old primary becomes the previous, replacing any previous', async () => {
       const { tenant } = await store.create();
       const before = await store.getKeys(tenant.tenantId);
       const first = await store.rotate(tenant.tenantId);
-      expect(first?.event).toEqual({ kind: 'rotated', version: 2, revokedKeyVersions: [] });
+      expect(first?.event).toMatchObject({ kind: 'rotated', version: 2, revokedKeyVersions: [] });
       const afterFirst = await store.getKeys(tenant.tenantId);
       expect(afterFirst?.previous).toEqual(before?.primary);
       expect(afterFirst?.primary.keyVersion).toBe(2);
       expect(afterFirst?.primary.secret).not.toBe(before?.primary.secret);
       const second = await store.rotate(tenant.tenantId);
-      expect(second?.event).toEqual({ kind: 'rotated', version: 3, revokedKeyVersions: [1] });
+      expect(second?.event).toMatchObject({ kind: 'rotated', version: 3, revokedKeyVersions: [1] });
       const afterSecond = await store.getKeys(tenant.tenantId);
       expect(afterSecond?.previous).toEqual(afterFirst?.primary);
     });
 
-    it('expires the previous secret, and does nothing when there is none', async () => {
+    it('expires the previous secret; without one it changes no secret but is recorded again', async () => {
       const { tenant } = await store.create();
-      expect((await store.expirePrevious(tenant.tenantId))?.event).toBeUndefined();
+      expect((await store.expirePrevious(tenant.tenantId))?.event).toMatchObject({ kind: 'previous_expired', version: 2, revokedKeyVersions: [] });
       await store.rotate(tenant.tenantId);
       const expired = await store.expirePrevious(tenant.tenantId);
-      expect(expired?.event).toEqual({ kind: 'previous_expired', version: 3, revokedKeyVersions: [1] });
+      expect(expired?.event).toMatchObject({ kind: 'previous_expired', version: 4, revokedKeyVersions: [1] });
       expect(expired?.tenant.previousKeyVersion).toBeNull();
       expect((await store.getKeys(tenant.tenantId))?.previous).toBeNull();
     });
@@ -97,7 +107,7 @@ export function tenantStoreContract(driver: string, makeHarness: () => Promise<S
       await store.rotate(id);
       const before = await store.getKeys(id);
       const revoked = await store.revokeAll(id);
-      expect(revoked?.event).toEqual({ kind: 'revoked_all', version: 3, revokedKeyVersions: [2, 1] });
+      expect(revoked?.event).toMatchObject({ kind: 'revoked_all', version: 3, revokedKeyVersions: [2, 1] });
       expect(revoked?.hostSyncSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
       const after = await store.getKeys(id);
       expect(after?.previous).toBeNull();

@@ -3,6 +3,7 @@ import type { TenantCrypto } from '../crypto/tenant-crypto';
 import { newHostSyncClientId, newSecret, newTenantId } from '../crypto/random-secret';
 import type { Db, Queryable } from '../db/db';
 import type { HostSyncCredential, ListPosition, Tenant, TenantChange, TenantKeys, TenantPage } from '../tenants/tenant';
+import { FeedStore } from './feed-store';
 import { INSERT_TENANT, insertParams, normalizeRow, rowToTenant, TENANT_COLUMNS, UPDATE_TENANT, updateParams, type TenantRow } from './tenant-row';
 
 /**
@@ -13,11 +14,15 @@ import { INSERT_TENANT, insertParams, normalizeRow, rowToTenant, TENANT_COLUMNS,
  * sealed JWT secrets and host-sync hashes.
  */
 export class TenantStore {
+  readonly feed: FeedStore;
+
   constructor(
     private readonly db: Db,
     private readonly crypto: TenantCrypto,
     private readonly clock: Clock = systemClock,
-  ) {}
+  ) {
+    this.feed = new FeedStore(db);
+  }
 
   async create(): Promise<TenantChange & { hostSyncSecret: string }> {
     const tenantId = newTenantId();
@@ -36,8 +41,12 @@ export class TenantStore {
       created_at: now,
       updated_at: now,
     };
-    await this.db.query(INSERT_TENANT, insertParams(row));
-    return { tenant: rowToTenant(row), hostSyncSecret, event: { kind: 'created', version: 1, revokedKeyVersions: [] } };
+    const event = { kind: 'created' as const, version: 1, revokedKeyVersions: [] };
+    const seq = await this.db.transaction(async (tx) => {
+      await tx.query(INSERT_TENANT, insertParams(row));
+      return this.feed.record(tx, tenantId, event);
+    });
+    return { tenant: rowToTenant(row), hostSyncSecret, event: { ...event, seq } };
   }
 
   async get(tenantId: string): Promise<Tenant | undefined> {
@@ -61,10 +70,9 @@ export class TenantStore {
   }
 
   setDisabled(tenantId: string, disabled: boolean): Promise<TenantChange | undefined> {
-    return this.mutate(tenantId, (row) => {
-      if (row.disabled === disabled) return { row };
-      return { row: { ...row, disabled }, kind: disabled ? 'disabled' : 'enabled', revoked: [] };
-    });
+    // Repeating a call records the change again: consumers re-apply it (and
+    // close whatever is still open), so a retry repairs instead of doing nothing.
+    return this.mutate(tenantId, (row) => ({ row: { ...row, disabled }, kind: disabled ? 'disabled' : 'enabled', revoked: [] }));
   }
 
   /** New primary; the old primary becomes the previous, replacing (revoking) any previous. */
@@ -87,7 +95,7 @@ export class TenantStore {
 
   expirePrevious(tenantId: string): Promise<TenantChange | undefined> {
     return this.mutate(tenantId, (row) => {
-      if (row.previous_key_version === null) return { row };
+      if (row.previous_key_version === null) return { row, kind: 'previous_expired', revoked: [] };
       return { row: { ...row, previous_key_version: null, previous_secret: null }, kind: 'previous_expired', revoked: [row.previous_key_version] };
     });
   }
@@ -125,9 +133,13 @@ export class TenantStore {
 
   /** Decrypted key material for verifiers. */
   async getKeys(tenantId: string): Promise<TenantKeys | undefined> {
-    const row = await this.read(this.db, tenantId);
-    if (!row) return undefined;
+    if (!isCanonicalUuid(tenantId)) return undefined;
+    // One statement, one snapshot: the keys reflect every change up to as_of_seq.
+    const rows = await this.db.query(`SELECT ${TENANT_COLUMNS}, (SELECT seq FROM feed_state WHERE id = 1) AS as_of_seq FROM tenants WHERE tenant_id = $1`, [tenantId]);
+    if (!rows[0]) return undefined;
+    const row = normalizeRow(rows[0]);
     return {
+      asOfSeq: Number(rows[0].as_of_seq),
       tenantId: row.tenant_id,
       disabled: row.disabled,
       version: row.version,
@@ -167,7 +179,10 @@ export class TenantStore {
       const next: TenantRow = { ...m.row, version: m.kind ? current.version + 1 : current.version, updated_at: this.now() };
       await tx.query(UPDATE_TENANT, updateParams(next));
       const result: TenantChange = { tenant: rowToTenant(next) };
-      if (m.kind) result.event = { kind: m.kind, version: next.version, revokedKeyVersions: m.revoked ?? [] };
+      if (m.kind) {
+        const event = { kind: m.kind, version: next.version, revokedKeyVersions: m.revoked ?? [] };
+        result.event = { ...event, seq: await this.feed.record(tx, tenantId, event) };
+      }
       if (hostSyncSecret !== undefined) result.hostSyncSecret = hostSyncSecret;
       return result;
     });

@@ -1,7 +1,7 @@
 import { createLogger } from '@service-relay/core';
-import type { TenantEventBus } from '@service-relay/tenant-events';
 import { describe, expect, it } from 'vitest';
 import type { TenantStore } from '../store/tenant-store';
+import type { Propagation, PropagationResult } from './propagation';
 import type { TenantChange } from './tenant';
 import { TenantAdmin } from './tenant-admin';
 
@@ -16,27 +16,38 @@ const tenant = {
   updatedAt: new Date(0),
 };
 
+function propagation(result: PropagationResult, awaited: number[]): Propagation {
+  return {
+    awaitInForce: async (seq: number) => {
+      awaited.push(seq);
+      return result;
+    },
+  } as unknown as Propagation;
+}
+
 describe('TenantAdmin', () => {
-  it('returns the committed change and logs when the bus cannot publish', async () => {
+  it('waits for the committed change by its feed sequence and returns what propagation found', async () => {
     const lines: string[] = [];
     const logger = createLogger({ service: 'test', destination: { write: (s: string) => void lines.push(s) } });
-    const change: TenantChange = { tenant, event: { kind: 'disabled', version: 2, revokedKeyVersions: [] } };
+    const change: TenantChange = { tenant, event: { kind: 'disabled', version: 2, revokedKeyVersions: [], seq: 17 } };
     const store = { setDisabled: async () => change } as unknown as TenantStore;
-    const bus = {
-      publish: async () => {
-        throw new Error('bus down');
-      },
-    } as unknown as TenantEventBus;
-    expect(await new TenantAdmin(store, bus, logger).apply(tenant.tenantId, 'disable')).toBe(change);
+    const awaited: number[] = [];
+    const result = { confirmed: false, pending: [{ consumerId: 'realtime-x', kind: 'realtime', appliedSeq: 16 }], waitedMs: 3000 };
+    const outcome = await new TenantAdmin(store, propagation(result, awaited), logger).apply(tenant.tenantId, 'disable');
+    expect(awaited).toEqual([17]);
+    expect(outcome).toMatchObject({ tenant, propagation: result });
     const logged = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(logged).toContainEqual(expect.objectContaining({ level: 50, tenant_id: tenant.tenantId, kind: 'disabled', msg: 'tenant event not published; the change is committed' }));
+    expect(logged).toContainEqual(expect.objectContaining({ level: 40, tenant_id: tenant.tenantId, seq: 17, pending: ['realtime-x'] }));
   });
 
-  it('publishes nothing for a change without an event', async () => {
-    const published: unknown[] = [];
+  it('waits for nothing when the change concerns no consumer (host-sync rotation)', async () => {
     const store = { rotateHostSync: async () => ({ tenant, hostSyncSecret: 's' }) } as unknown as TenantStore;
-    const bus = { publish: async (e: unknown) => void published.push(e) } as unknown as TenantEventBus;
-    await new TenantAdmin(store, bus, createLogger({ service: 'test', level: 'silent' })).apply(tenant.tenantId, 'rotate_host_sync');
-    expect(published).toEqual([]);
+    const awaited: number[] = [];
+    const outcome = await new TenantAdmin(store, propagation({ confirmed: true, pending: [], waitedMs: 0 }, awaited), createLogger({ service: 'test', level: 'silent' })).apply(
+      tenant.tenantId,
+      'rotate_host_sync',
+    );
+    expect(awaited).toEqual([]);
+    expect(outcome?.propagation).toBeUndefined();
   });
 });

@@ -1,30 +1,32 @@
-import { withTimeout, type Logger } from '@service-relay/core';
-import type { TenantEventBus } from '@service-relay/tenant-events';
+import type { Logger } from '@service-relay/core';
 import type { TenantStore } from '../store/tenant-store';
+import type { Propagation, PropagationResult } from './propagation';
 import type { ListPosition, Tenant, TenantChange, TenantPage } from './tenant';
-
-const PUBLISH_DEADLINE_MS = 5000;
 
 export type TenantAction = 'disable' | 'enable' | 'rotate' | 'expire_previous' | 'revoke_all' | 'rotate_host_sync';
 
+/** A committed change and whether it is in force everywhere (absent when no consumer is concerned). */
+export type AdminOutcome = TenantChange & { propagation?: PropagationResult };
+
 /**
- * Admin operations: the store commits the change, then the change is
- * published and awaited, so that when the caller answers, every consumer has
- * applied it. A bus failure does not undo the committed change (consumers that
- * lost the bus stop trusting their caches); it is logged.
+ * Admin operations: the store commits the change together with its tenant
+ * feed record, then the call waits until every consumer has applied it (or
+ * provably stopped trusting its caches). An answer that cannot confirm that
+ * within the bound says so (the change stays committed and keeps
+ * propagating: consumers pull it from the feed).
  */
 export class TenantAdmin {
   constructor(
     private readonly store: TenantStore,
-    private readonly bus: TenantEventBus,
+    private readonly propagation: Propagation,
     private readonly logger: Logger,
+    private readonly onPropagated: (confirmed: boolean, seconds: number) => void = () => {},
   ) {}
 
-  async create(): Promise<TenantChange & { hostSyncSecret: string }> {
+  async create(): Promise<AdminOutcome & { hostSyncSecret: string }> {
     const change = await this.store.create();
-    await this.publish(change);
-    this.logger.info({ tenant_id: change.tenant.tenantId }, 'tenant created');
-    return change;
+    this.logger.info({ tenant_id: change.tenant.tenantId, seq: change.event?.seq }, 'tenant created');
+    return { ...change, propagation: await this.propagate(change) };
   }
 
   get(tenantId: string): Promise<Tenant | undefined> {
@@ -36,12 +38,12 @@ export class TenantAdmin {
   }
 
   /** Undefined when the tenant does not exist. */
-  async apply(tenantId: string, action: TenantAction): Promise<TenantChange | undefined> {
+  async apply(tenantId: string, action: TenantAction): Promise<AdminOutcome | undefined> {
     const change = await this.run(tenantId, action);
     if (!change) return undefined;
-    await this.publish(change);
-    if (change.event || change.hostSyncSecret) this.logger.info({ tenant_id: tenantId, action, version: change.tenant.version }, 'tenant changed');
-    return change;
+    if (change.event || change.hostSyncSecret) this.logger.info({ tenant_id: tenantId, action, version: change.tenant.version, seq: change.event?.seq }, 'tenant changed');
+    const propagation = await this.propagate(change);
+    return propagation ? { ...change, propagation } : change;
   }
 
   private run(tenantId: string, action: TenantAction): Promise<TenantChange | undefined> {
@@ -61,17 +63,14 @@ export class TenantAdmin {
     }
   }
 
-  private async publish(change: TenantChange): Promise<void> {
+  private async propagate(change: TenantChange): Promise<PropagationResult | undefined> {
     const e = change.event;
-    if (!e) return;
-    const fields = { tenant_id: change.tenant.tenantId, kind: e.kind, version: e.version };
-    try {
-      // The bus bounds its own ack wait; this bounds a bus that cannot even send,
-      // so an admin call never hangs on an unreachable Redis.
-      const result = await withTimeout(this.bus.publish({ ...fields, revoked_key_versions: e.revokedKeyVersions }), PUBLISH_DEADLINE_MS);
-      this.logger.debug({ ...fields, ...result }, 'tenant event published');
-    } catch (err) {
-      this.logger.error({ ...fields, err }, 'tenant event not published; the change is committed');
-    }
+    if (!e) return undefined;
+    const result = await this.propagation.awaitInForce(e.seq);
+    this.onPropagated(result.confirmed, result.waitedMs / 1000);
+    const fields = { tenant_id: change.tenant.tenantId, kind: e.kind, seq: e.seq, waited_ms: result.waitedMs };
+    if (result.confirmed) this.logger.debug(fields, 'tenant change in force everywhere');
+    else this.logger.warn({ ...fields, pending: result.pending.map((p) => p.consumerId) }, 'tenant change committed but not confirmed in force everywhere; consumers keep pulling it');
+    return result;
   }
 }

@@ -41,11 +41,16 @@ export interface TenantChangeEvent {
   revokedKeyVersions: number[];
 }
 
+/** A change as committed: with its place in the tenant feed. */
+export interface CommittedChangeEvent extends TenantChangeEvent {
+  seq: number;
+}
+
 /** The outcome of an admin mutation. */
 export interface TenantChange {
   tenant: Tenant;
   /** Absent when nothing token-relevant changed (no-op, host-sync rotation). */
-  event?: TenantChangeEvent;
+  event?: CommittedChangeEvent;
   /** The new host-sync client secret, in plaintext, for the one response that shows it. */
   hostSyncSecret?: string;
 }
@@ -57,6 +62,8 @@ export interface SigningKey {
 
 /** Key material for verifiers (decrypted). */
 export interface TenantKeys {
+  /** The tenant feed sequence these keys reflect. */
+  asOfSeq: number;
   tenantId: string;
   disabled: boolean;
   version: number;

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger, type Clock } from '@service-relay/core';
-import { MemoryTenantEventBus, type TenantEvent, type TenantEventBus } from '@service-relay/tenant-events';
+import { createTenantFeed, MemoryTenantEventBus, type TenantEvent, type TenantEventBus, type TenantFeed } from '@service-relay/tenant-events';
 import { loadConfig, type RegistryConfig } from '../config';
 import { createServer, type RegistryServer } from '../server';
 
@@ -15,8 +15,12 @@ export interface TestRegistry {
   adminToken: string;
   internalToken: string;
   bus: TenantEventBus;
-  /** Every event published so far, in order. */
+  /** A tenant feed consumer of this registry, as a service runs one; admin calls wait for it. */
+  feed: TenantFeed;
+  /** Every change the feed consumer applied so far, in order. */
   events: TenantEvent[];
+  /** Another feed consumer of this registry (the caller closes it). */
+  consumer(leaseMs?: number): Promise<TenantFeed>;
   /** Everything logged so far (JSON lines). */
   logs(): string;
   /** An admin call with the right token unless headers say otherwise. */
@@ -50,9 +54,13 @@ export async function startTestRegistry(opts: TestRegistryOptions = {}): Promise
   });
   const lines: string[] = [];
   const logger = createLogger({ service: 'tenant-registry', level: config.logLevel, destination: { write: (s: string) => void lines.push(s) } });
-  const bus = opts.bus ?? new MemoryTenantEventBus(logger);
+  const bus = opts.bus ?? new MemoryTenantEventBus();
   const events: TenantEvent[] = [];
-  bus.subscribe((e) => void events.push(e));
+  const consumer = async (leaseMs = 2000) => {
+    const f = createTenantFeed({ kind: 'test-consumer', registryAddr: `127.0.0.1:${t.server.grpcPort}`, internalToken, leaseMs, bus, logger });
+    await f.start();
+    return f;
+  };
   const make = () => createServer(config, { bus, logger, ...(opts.clock ? { clock: opts.clock } : {}) });
   const t: TestRegistry = {
     server: make(),
@@ -62,7 +70,9 @@ export async function startTestRegistry(opts: TestRegistryOptions = {}): Promise
     adminToken,
     internalToken,
     bus,
+    feed: undefined as unknown as TenantFeed,
     events,
+    consumer,
     logs: () => lines.join(''),
     admin: (method, path, init = {}) =>
       fetch(`${t.baseUrl}${path}`, {
@@ -71,18 +81,26 @@ export async function startTestRegistry(opts: TestRegistryOptions = {}): Promise
         ...(init.body !== undefined ? { body: init.body } : {}),
       }),
     async restart() {
+      t.feed.close();
       await t.server.stop();
       t.server = make();
       await t.server.start();
       t.baseUrl = `http://127.0.0.1:${t.server.httpPort}`;
+      await follow();
     },
     async stop() {
+      t.feed.close();
       await t.server.stop();
       await bus.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  const follow = async () => {
+    t.feed = await consumer();
+    t.feed.subscribe((e) => void events.push(e));
+  };
   await t.server.start();
   t.baseUrl = `http://127.0.0.1:${t.server.httpPort}`;
+  await follow();
   return t;
 }

@@ -1,0 +1,58 @@
+import type { Registry } from 'prom-client';
+import type { TenantEvent } from './tenant-event';
+import type { ChangeHandler, TenantFeedHandle } from './tenant-feed';
+
+/**
+ * A tenant feed driven by hand, for tests of a consumer on its own: `push`
+ * applies a change the way TenantFeed does (every handler, awaited), and
+ * `setCurrent` stands for the lease being held or lost.
+ */
+export class ManualTenantFeed implements TenantFeedHandle {
+  private readonly handlers = new Set<ChangeHandler>();
+  private readonly resetHandlers = new Set<() => void | Promise<void>>();
+  private current = true;
+  private seq = 0;
+  private base = 0;
+
+  subscribe(handler: ChangeHandler): () => void {
+    this.handlers.add(handler);
+    return () => this.handlers.delete(handler);
+  }
+
+  onReset(handler: () => void | Promise<void>): () => void {
+    this.resetHandlers.add(handler);
+    return () => this.resetHandlers.delete(handler);
+  }
+
+  isCurrent(): boolean {
+    return this.current;
+  }
+
+  baseSeq(): number {
+    return this.base;
+  }
+
+  setCurrent(current: boolean): void {
+    this.current = current;
+  }
+
+  /** Applies a change (its seq is assigned when absent); rejects if a handler did. */
+  async push(change: Omit<TenantEvent, 'seq'> & { seq?: number }): Promise<void> {
+    this.seq = change.seq ?? this.seq + 1;
+    const event: TenantEvent = { ...change, seq: this.seq };
+    await Promise.all([...this.handlers].map(async (h) => h(event)));
+  }
+
+  /** The feed lost its place: handlers drop everything; knowledge starts again at `base`. */
+  async reset(base = this.seq): Promise<void> {
+    this.base = base;
+    await Promise.all([...this.resetHandlers].map(async (h) => h()));
+  }
+
+  async start(): Promise<void> {}
+  close(): void {
+    this.handlers.clear();
+    this.resetHandlers.clear();
+  }
+  addMetrics(_registry: Registry, _prefix: string): void {}
+}

@@ -1,0 +1,59 @@
+import * as grpc from '@grpc/grpc-js';
+import { clientConstructor, internalMetadata, REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE, type ChangesSinceRequest, type ChangesSinceResponse } from '@service-relay/grpc';
+import { isTenantEventKind, type TenantEvent } from './tenant-event';
+import type { ChangeSource, FeedAnswer } from './tenant-feed';
+
+type Unary = (req: ChangesSinceRequest, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: ChangesSinceResponse) => void) => void;
+
+export interface RegistryFeedClientOptions {
+  address: string;
+  internalToken: string;
+  consumerId: string;
+  consumerKind: string;
+}
+
+/** relay.registry.v1.TenantFeed/ChangesSince with the internal credential. */
+export class RegistryFeedClient implements ChangeSource {
+  private readonly client: grpc.Client & { ChangesSince: Unary };
+  private readonly metadata: grpc.Metadata;
+
+  constructor(private readonly opts: RegistryFeedClientOptions) {
+    const Ctor = clientConstructor(REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE);
+    this.client = new Ctor(opts.address, grpc.credentials.createInsecure(), {
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 1_000,
+    }) as never;
+    this.metadata = internalMetadata(opts.internalToken);
+  }
+
+  changesSince(req: { appliedSeq: number; leaseMs: number; limit: number; deadlineMs: number }): Promise<FeedAnswer> {
+    const request: ChangesSinceRequest = {
+      consumer_id: this.opts.consumerId,
+      consumer_kind: this.opts.consumerKind,
+      applied_seq: req.appliedSeq,
+      lease_ms: req.leaseMs,
+      limit: req.limit,
+    };
+    return new Promise((resolve, reject) => {
+      this.client.ChangesSince(request, this.metadata, { deadline: Date.now() + req.deadlineMs }, (err, res) => {
+        if (err || !res) return reject(new Error(`registry feed: ${err?.details ?? 'no answer'}`));
+        const answer = toAnswer(res);
+        if (!answer) return reject(new Error('registry feed: malformed answer'));
+        resolve(answer);
+      });
+    });
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
+
+function toAnswer(res: ChangesSinceResponse): FeedAnswer | undefined {
+  const changes: TenantEvent[] = [];
+  for (const c of res.changes ?? []) {
+    if (!isTenantEventKind(c.kind)) return undefined;
+    changes.push({ seq: Number(c.seq), tenant_id: c.tenant_id, kind: c.kind, version: Number(c.version), revoked_key_versions: (c.revoked_key_versions ?? []).map(Number) });
+  }
+  return { latestSeq: Number(res.latest_seq), changes, reset: res.reset };
+}

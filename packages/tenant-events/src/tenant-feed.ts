@@ -1,0 +1,256 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { withTimeout, type Clock, type Logger } from '@service-relay/core';
+import type { Registry } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
+import type { TenantEvent } from './tenant-event';
+import type { TenantEventBus } from './tenant-event-bus';
+
+export interface FeedAnswer {
+  latestSeq: number;
+  changes: TenantEvent[];
+  reset: boolean;
+}
+
+/** Where committed changes come from: the registry's TenantFeed.ChangesSince. */
+export interface ChangeSource {
+  /** Reports `appliedSeq` (the registry records it) and returns what came after it. */
+  changesSince(req: { appliedSeq: number; leaseMs: number; limit: number; deadlineMs: number }): Promise<FeedAnswer>;
+  close(): void;
+}
+
+export type ChangeHandler = (event: TenantEvent) => void | Promise<void>;
+
+export interface TenantFeedOptions {
+  source: ChangeSource;
+  /** Wake-ups; without one the feed relies on polling alone. */
+  bus?: TenantEventBus | undefined;
+  leaseMs: number;
+  /** Default: a quarter of the lease, so one slow poll does not lose it. */
+  pollIntervalMs?: number;
+  clock: Clock;
+  logger: Logger;
+  /** Default: kind, host, pid and a random suffix. */
+  consumerId?: string;
+}
+
+export function newConsumerId(kind: string): string {
+  return `${kind}-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+}
+
+/** The read side every consumer needs; tests fake it. */
+export interface TenantFeedView {
+  subscribe(handler: ChangeHandler): () => void;
+  onReset(handler: () => void | Promise<void>): () => void;
+  isCurrent(): boolean;
+  /** The sequence this consumer's knowledge starts at: state read before it may have missed changes. */
+  baseSeq(): number;
+}
+
+/** What a service owns: the view plus its life cycle. TenantFeed, or ManualTenantFeed in tests. */
+export interface TenantFeedHandle extends TenantFeedView {
+  start(waitMs?: number): Promise<void>;
+  close(): void;
+  addMetrics(registry: Registry, prefix: string): void;
+}
+
+const PAGE = 500;
+/** Pages pulled in one sync at most; the rest waits for the next tick. */
+const MAX_PAGES = 100;
+
+/**
+ * The consumer side of the tenant feed, one per process and service
+ * (docs/ARCHITECTURE.md "Tenant feed"). It pulls committed changes from the
+ * registry in sequence order and runs every handler on each before it counts
+ * the change as applied; the next request reports that, and the registry's
+ * admin calls wait for it.
+ *
+ * The lease: the feed is current only while it has applied everything the
+ * registry had committed as of a request sent less than `leaseMs` ago. It is
+ * measured from the moment the request was sent, on this process's clock, so a
+ * slow or frozen network can only shorten it, never extend it. A consumer that
+ * is not current trusts no cache: it asks the registry, or fails closed.
+ */
+export class TenantFeed implements TenantFeedHandle {
+  readonly consumerId: string;
+  private readonly handlers = new Set<ChangeHandler>();
+  private readonly resetHandlers = new Set<() => void | Promise<void>>();
+  private applied = -1;
+  private base = -1;
+  private knownLatest = -1;
+  private leaseUntil = 0;
+  private wasCurrent = false;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private closed = false;
+  private timer: NodeJS.Timeout | undefined;
+  private offNotice: (() => void) | undefined;
+  private lastError = '';
+  private leaseLosses = 0;
+
+  constructor(
+    readonly kind: string,
+    private readonly opts: TenantFeedOptions,
+  ) {
+    this.consumerId = opts.consumerId ?? newConsumerId(kind);
+  }
+
+  subscribe(handler: ChangeHandler): () => void {
+    this.handlers.add(handler);
+    return () => this.handlers.delete(handler);
+  }
+
+  onReset(handler: () => void | Promise<void>): () => void {
+    this.resetHandlers.add(handler);
+    return () => this.resetHandlers.delete(handler);
+  }
+
+  isCurrent(): boolean {
+    return this.applied >= 0 && this.applied >= this.knownLatest && this.opts.clock.now() < this.leaseUntil;
+  }
+
+  baseSeq(): number {
+    return this.base;
+  }
+
+  appliedSeq(): number {
+    return this.applied;
+  }
+
+  /** First sync (bounded by `waitMs`), then polling and wake-ups. Not current until the first sync completes. */
+  async start(waitMs = 5000): Promise<void> {
+    this.offNotice = this.opts.bus?.onNotice((seq) => {
+      if (seq === undefined || seq > this.applied) void this.sync();
+    });
+    this.timer = setInterval(() => {
+      this.noteTransition();
+      void this.sync();
+    }, this.opts.pollIntervalMs ?? Math.max(50, Math.floor(this.opts.leaseMs / 4)));
+    this.timer.unref();
+    await withTimeout(this.sync(), waitMs).catch(() => {});
+    if (!this.isCurrent()) this.opts.logger.warn({ consumer: this.consumerId }, 'tenant feed not current yet; trusting no cache until it is');
+  }
+
+  async ready(): Promise<boolean> {
+    return this.isCurrent();
+  }
+
+  /** Pulls until caught up. Concurrent calls share one run (which then goes once more). */
+  sync(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    const run = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.pull();
+        } while (this.again && !this.closed);
+      } finally {
+        this.running = undefined;
+        this.noteTransition();
+      }
+    })();
+    this.running = run;
+    return run;
+  }
+
+  /** Current or not, applied and latest sequence, for /metrics and /readyz. */
+  addMetrics(registry: Registry, prefix: string): void {
+    new Gauge({ name: `${prefix}_tenant_feed_current`, help: '1 while the tenant feed is current (lease held), else 0', registers: [registry], collect: gaugeOf(() => (this.isCurrent() ? 1 : 0)) });
+    new Gauge({ name: `${prefix}_tenant_feed_applied_seq`, help: 'Last tenant feed sequence applied', registers: [registry], collect: gaugeOf(() => this.applied) });
+    new Gauge({ name: `${prefix}_tenant_feed_lag_seq`, help: 'Committed tenant changes not applied yet (as last seen)', registers: [registry], collect: gaugeOf(() => Math.max(0, this.knownLatest - this.applied)) });
+    new Counter({ name: `${prefix}_tenant_feed_lease_losses_total`, help: 'Times the tenant feed lease ran out', registers: [registry], collect: counterOf(() => this.leaseLosses) });
+  }
+
+  close(): void {
+    this.closed = true;
+    clearInterval(this.timer);
+    this.offNotice?.();
+    this.opts.source.close();
+  }
+
+  private async pull(): Promise<void> {
+    const { source, leaseMs, clock } = this.opts;
+    for (let page = 0; page < MAX_PAGES && !this.closed; page++) {
+      const sentAt = clock.now();
+      let answer: FeedAnswer;
+      try {
+        answer = await source.changesSince({ appliedSeq: this.applied, leaseMs, limit: PAGE, deadlineMs: Math.min(leaseMs, 2000) });
+      } catch (err) {
+        this.failed((err as Error).message);
+        return;
+      }
+      this.knownLatest = Math.max(this.knownLatest, answer.latestSeq);
+      if (answer.reset || this.applied < 0) {
+        // First contact, or the changes we would need are gone: start over
+        // from the latest sequence, holding nothing older. The next request
+        // reports the new position before the lease is taken.
+        if (this.applied >= 0) {
+          this.opts.logger.warn({ applied_seq: this.applied, latest_seq: answer.latestSeq }, 'tenant feed reset: dropping every cached tenant state');
+          await this.runReset();
+        }
+        this.applied = answer.latestSeq;
+        this.base = answer.latestSeq;
+        this.knownLatest = answer.latestSeq;
+        continue;
+      }
+      for (const change of answer.changes) {
+        if (change.seq <= this.applied) continue;
+        if (!(await this.apply(change))) return;
+        this.applied = change.seq;
+      }
+      if (answer.changes.length === 0 && this.applied >= answer.latestSeq) {
+        // The registry recorded us as current in this same request.
+        this.leaseUntil = sentAt + leaseMs;
+        this.lastError = '';
+        return;
+      }
+    }
+  }
+
+  private async apply(change: TenantEvent): Promise<boolean> {
+    const results = await Promise.allSettled([...this.handlers].map(async (h) => withTimeout(Promise.resolve(h(change)), this.opts.leaseMs)));
+    const failed = results.find((r) => r.status === 'rejected');
+    if (!failed) return true;
+    this.failed(`a handler failed on change ${change.seq}: ${(failed.reason as Error)?.message ?? String(failed.reason)}`);
+    return false;
+  }
+
+  private async runReset(): Promise<void> {
+    await Promise.allSettled([...this.resetHandlers].map(async (h) => h()));
+  }
+
+  private failed(message: string): void {
+    if (message !== this.lastError) this.opts.logger.warn({ err: message, applied_seq: this.applied }, 'tenant feed pull failed');
+    this.lastError = message;
+  }
+
+  private noteTransition(): void {
+    const now = this.isCurrent();
+    if (now === this.wasCurrent) return;
+    this.wasCurrent = now;
+    if (now) this.opts.logger.info({ applied_seq: this.applied }, 'tenant feed current');
+    else {
+      this.leaseLosses++;
+      this.opts.logger.warn({ applied_seq: this.applied, latest_seq: this.knownLatest }, 'tenant feed lease lost: trusting no cached tenant state until current again');
+    }
+  }
+}
+
+function gaugeOf(read: () => number) {
+  return function (this: Gauge) {
+    this.set(read());
+  };
+}
+
+function counterOf(read: () => number) {
+  let reported = 0;
+  return function (this: Counter) {
+    const v = read();
+    if (v > reported) this.inc(v - reported);
+    reported = v;
+  };
+}

@@ -1,0 +1,60 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { Logger } from '@service-relay/core';
+import { grpcError, hasInternalToken, REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE, serviceDefinition, type ChangesSinceRequest, type ChangesSinceResponse } from '@service-relay/grpc';
+import type { RegistryMetrics } from '../metrics';
+import type { FeedStore } from '../store/feed-store';
+
+const CONSUMER_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
+const CONSUMER_KIND = /^[a-z-]{1,40}$/;
+const MAX_LEASE_MS = 600_000;
+
+/**
+ * relay.registry.v1.TenantFeed: consumers report how far they applied and get
+ * what came after. The report is recorded before the changes are read, so a
+ * consumer whose answer holds no change was current as of its own request.
+ */
+export function addFeedService(
+  server: grpc.Server,
+  feed: FeedStore,
+  internalToken: string,
+  onProgress: () => void,
+  metrics: RegistryMetrics,
+  logger: Logger,
+): void {
+  server.addService(serviceDefinition(REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE), {
+    ChangesSince: (call: grpc.ServerUnaryCall<ChangesSinceRequest, ChangesSinceResponse>, callback: grpc.sendUnaryData<ChangesSinceResponse>) => {
+      if (!hasInternalToken(call.metadata, internalToken)) {
+        metrics.feedCall('unauthenticated');
+        callback(grpcError('invalid_internal_token'));
+        return;
+      }
+      const r = call.request;
+      const applied = Number(r.applied_seq);
+      const leaseMs = Number(r.lease_ms);
+      if (!CONSUMER_ID.test(r.consumer_id) || !CONSUMER_KIND.test(r.consumer_kind) || !Number.isSafeInteger(applied) || applied < -1 || !(leaseMs > 0 && leaseMs <= MAX_LEASE_MS)) {
+        metrics.feedCall('invalid');
+        callback(grpcError('invalid_body', 'malformed ChangesSince request'));
+        return;
+      }
+      (async () => {
+        await feed.recordConsumer(r.consumer_id, r.consumer_kind, applied, leaseMs);
+        onProgress();
+        return feed.changesSince(applied, Number(r.limit) || 100);
+      })().then(
+        (page) => {
+          metrics.feedCall(page.reset ? 'reset' : 'ok');
+          callback(null, {
+            latest_seq: page.latestSeq,
+            reset: page.reset,
+            changes: page.changes.map((c) => ({ seq: c.seq, tenant_id: c.tenantId, kind: c.kind, version: c.version, revoked_key_versions: c.revokedKeyVersions })),
+          });
+        },
+        (err: unknown) => {
+          metrics.feedCall('error');
+          logger.warn({ err: (err as Error).message }, 'ChangesSince failed');
+          callback(grpcError('unavailable'));
+        },
+      );
+    },
+  });
+}

@@ -1,0 +1,97 @@
+import { systemClock, type Clock, type Logger } from '@service-relay/core';
+import type { TenantEventBus } from '@service-relay/tenant-events';
+import type { FeedStore, PendingConsumer } from '../store/feed-store';
+
+export interface PropagationResult {
+  /** Every consumer applied the change, or provably stopped trusting its caches. */
+  confirmed: boolean;
+  /** Consumers that may still act on older state (when not confirmed). */
+  pending: PendingConsumer[];
+  waitedMs: number;
+}
+
+/**
+ * A consumer's lease runs from when it sent a request, on its own clock; the
+ * database records the request a little later. This covers clock-rate
+ * differences between the two over a lease of a few seconds.
+ */
+const LEASE_MARGIN_MS = 100;
+/** Re-check this often even without a report from a consumer (another replica may have taken it). */
+const RECHECK_MS = 100;
+
+/**
+ * Waits until a committed change is in force on every consumer of the tenant
+ * feed: each one has reported applying it, or has been silent for longer than
+ * its lease (so it trusts no cache any more and will apply the change before
+ * it trusts one again). The registry also announces every change and, every
+ * `heartbeatMs`, the latest sequence on the bus, so consumers pull at once.
+ */
+export class Propagation {
+  private readonly wakers = new Set<() => void>();
+  private heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly feed: FeedStore,
+    private readonly bus: TenantEventBus,
+    private readonly logger: Logger,
+    private readonly timeoutMs: number,
+    private readonly clock: Clock = systemClock,
+  ) {}
+
+  /** A consumer reported progress (called by the feed service). */
+  progressed(): void {
+    for (const wake of [...this.wakers]) wake();
+  }
+
+  announce(seq: number): void {
+    this.bus.notify(seq).catch((err: unknown) => this.logger.debug({ err: (err as Error).message, seq }, 'tenant feed notice not sent; consumers pick the change up by polling'));
+  }
+
+  startHeartbeat(heartbeatMs: number): void {
+    this.heartbeat = setInterval(() => {
+      this.feed.latestSeq().then(
+        (seq) => this.announce(seq),
+        () => {},
+      );
+    }, heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.heartbeat);
+    for (const wake of [...this.wakers]) wake();
+  }
+
+  async awaitInForce(seq: number): Promise<PropagationResult> {
+    const started = this.clock.now();
+    const deadline = started + this.timeoutMs;
+    this.announce(seq);
+    let pending: PendingConsumer[] = [];
+    // Bounded by the deadline; each turn waits for a report or RECHECK_MS.
+    for (;;) {
+      let known = false;
+      try {
+        pending = await this.feed.pendingConsumers(seq, LEASE_MARGIN_MS);
+        known = true;
+      } catch (err) {
+        this.logger.warn({ err: (err as Error).message, seq }, 'could not read consumer progress');
+      }
+      const now = this.clock.now();
+      if (known && pending.length === 0) return { confirmed: true, pending, waitedMs: now - started };
+      if (now >= deadline) return { confirmed: false, pending, waitedMs: now - started };
+      await this.nextReport(Math.min(RECHECK_MS, deadline - now));
+    }
+  }
+
+  private nextReport(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wakers.add(done);
+    });
+  }
+}
