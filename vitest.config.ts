@@ -1,9 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
-// Three named suites. `npm test` runs all of them:
-// - unit: pure logic and in-process drivers (embedded PGlite, in-memory bus)
-// - int:  the same contract suites against the real PostgreSQL and Redis
-// - e2e:  whole-stack tests that spawn every service as its own process
+// Four named suites. `npm test` runs all of them:
+// - unit:   pure logic and in-process drivers (embedded PGlite, in-memory bus)
+// - int:    the same contract suites against the real PostgreSQL and Redis
+// - e2e:    whole-stack tests that spawn every service as its own process
+// - faults: the distributed deployment on a private Redis and PostgreSQL that
+//           the tests kill, freeze and restart (`npm run faults`)
 const common = {
   environment: 'node' as const,
   testTimeout: 20_000,
@@ -36,10 +38,23 @@ export default defineConfig({
           ...common,
           name: 'e2e',
           include: ['tests/**/*.test.ts'],
+          exclude: ['tests/faults/**', '**/node_modules/**'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
           fileParallelism: false,
           globalSetup: ['packages/testkit/src/require-backends.ts'],
+        },
+      },
+      {
+        test: {
+          ...common,
+          name: 'faults',
+          include: ['tests/faults/**/*.test.ts'],
+          testTimeout: 90_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+          // Runs its own Redis and PostgreSQL: needs the binaries, not the shared servers.
+          globalSetup: ['tests/faults/support/require-binaries.ts'],
         },
       },
     ],

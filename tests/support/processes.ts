@@ -17,6 +17,13 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Extra spawn options: run as another OS user (e.g. PostgreSQL, which refuses root), or elsewhere. */
+export interface ManagedProcessOptions {
+  uid?: number;
+  gid?: number;
+  cwd?: string;
+}
+
 /** A child process whose output is kept, so tests can assert on logs. */
 export class ManagedProcess {
   private child: ChildProcess | undefined;
@@ -29,12 +36,15 @@ export class ManagedProcess {
     private readonly command: string,
     private readonly args: string[],
     private readonly env: Record<string, string>,
+    private readonly options: ManagedProcessOptions = {},
   ) {}
 
   start(): void {
     this.exitCode = undefined;
     const child = spawn(this.command, this.args, {
-      cwd: REPO_ROOT,
+      cwd: this.options.cwd ?? REPO_ROOT,
+      ...(this.options.uid !== undefined ? { uid: this.options.uid } : {}),
+      ...(this.options.gid !== undefined ? { gid: this.options.gid } : {}),
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group: stop() signals the whole group, as Ctrl-C in a
@@ -57,6 +67,33 @@ export class ManagedProcess {
 
   get running(): boolean {
     return this.child !== undefined && this.exitCode === undefined;
+  }
+
+  /** The process id while it runs. */
+  get pid(): number | undefined {
+    return this.running ? this.child!.pid : undefined;
+  }
+
+  /**
+   * Sends a signal without waiting for an exit (SIGSTOP, SIGCONT, or a
+   * shutdown request to await with exited()). `group` signals the whole
+   * process group instead of the process alone.
+   */
+  signal(sig: NodeJS.Signals, group = false): void {
+    if (!this.running) throw new Error(`${this.name} is not running`);
+    process.kill(group ? -this.child!.pid! : this.child!.pid!, sig);
+  }
+
+  /** Resolves with the exit code once the process has exited (rejects after timeoutMs). */
+  exited(timeoutMs = 15_000): Promise<number | null> {
+    if (!this.running) return Promise.resolve(this.exitCode ?? null);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${this.name} did not exit within ${timeoutMs} ms`)), timeoutMs);
+      this.exitWaiters.push((code) => {
+        clearTimeout(timer);
+        resolve(code);
+      });
+    });
   }
 
   /** Resolves when the output contains `text`; rejects if the process exits first. */

@@ -1,0 +1,204 @@
+import { execFile } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { freePort, ManagedProcess } from '../../support/processes';
+
+/**
+ * The fault suite's own backends: a Redis server and a PostgreSQL cluster that
+ * belong to one test file, on ports of their own, so a test can kill, freeze
+ * and restart them. Nothing here touches the machine's shared servers, and
+ * every process is stopped by its own PID.
+ */
+
+function run(cmd: string, args: string[], opts: { uid?: number; gid?: number } = {}, timeoutMs = 30_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(cmd, args, { ...opts, timeout: timeoutMs, env: { PATH: process.env.PATH ?? '', LC_ALL: 'C' } }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${cmd} ${args.join(' ')} failed: ${err.message}\n${stdout}\n${stderr}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+export interface RedisMode {
+  /** AOF with `appendfsync always`: every acknowledged write survives a SIGKILL. */
+  persistent: boolean;
+}
+
+export class PrivateRedis {
+  private proc: ManagedProcess | undefined;
+  private readonly dir: string;
+  private admin: Redis | undefined;
+  /** Output of every run of this server so far (a restart starts a new process). */
+  private pastLogs = '';
+  mode: RedisMode = { persistent: false };
+  frozen = false;
+
+  private constructor(readonly port: number) {
+    this.dir = mkdtempSync(join(tmpdir(), 'relay-faults-redis-'));
+  }
+
+  static async start(mode: RedisMode = { persistent: false }): Promise<PrivateRedis> {
+    const r = new PrivateRedis(await freePort());
+    await r.start(mode);
+    return r;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get running(): boolean {
+    return this.proc?.running ?? false;
+  }
+
+  get logs(): string {
+    return this.pastLogs + (this.proc?.logs ?? '');
+  }
+
+  /** Starts the server (again) on the same port; with `fresh`, the AOF directory is emptied first. */
+  async start(mode: RedisMode = this.mode, fresh = false): Promise<void> {
+    if (this.running) throw new Error('redis is already running');
+    if (fresh) {
+      for (const f of readdirSync(this.dir)) rmSync(join(this.dir, f), { recursive: true, force: true });
+    }
+    this.mode = mode;
+    if (this.proc) this.pastLogs += this.proc.logs;
+    const args = ['--port', `${this.port}`, '--bind', '127.0.0.1', '--save', '', '--dir', this.dir, '--protected-mode', 'no'];
+    if (mode.persistent) args.push('--appendonly', 'yes', '--appendfsync', 'always');
+    else args.push('--appendonly', 'no');
+    this.proc = new ManagedProcess('redis', 'redis-server', args, {});
+    this.proc.start();
+    await this.proc.waitForOutput('Ready to accept connections', 15_000);
+    this.frozen = false;
+  }
+
+  /** SIGKILL: no shutdown, no final write; resolves once the process is gone. */
+  async kill(): Promise<void> {
+    if (!this.proc?.running) return;
+    if (this.frozen) this.resume();
+    await this.proc.stop('SIGKILL');
+  }
+
+  /** SIGSTOP: the server keeps its sockets open and answers nothing. */
+  freeze(): void {
+    this.proc!.signal('SIGSTOP');
+    this.frozen = true;
+  }
+
+  resume(): void {
+    this.proc!.signal('SIGCONT');
+    this.frozen = false;
+  }
+
+  /** A short-lived admin connection to the private server (CLIENT LIST/KILL, INFO). */
+  async command(...args: Array<string | number>): Promise<unknown> {
+    this.admin ??= new Redis(this.url, { lazyConnect: false, maxRetriesPerRequest: 1, connectTimeout: 2000, connectionName: 'fault-suite-admin' });
+    this.admin.on('error', () => {});
+    const [name, ...rest] = args;
+    return this.admin.call(String(name), ...rest);
+  }
+
+  async stop(): Promise<void> {
+    this.admin?.disconnect();
+    this.admin = undefined;
+    if (this.proc?.running) {
+      if (this.frozen) this.resume();
+      await this.proc.stop('SIGTERM', 5000);
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** The OS user PostgreSQL runs as: initdb and postgres refuse to run as root. */
+function postgresUser(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'));
+  if (!line) throw new Error('running as root, but there is no "postgres" OS user to run PostgreSQL as');
+  const [, , uid, gid] = line.split(':');
+  return { uid: Number(uid), gid: Number(gid) };
+}
+
+function postgresBin(tool: string): string {
+  const root = '/usr/lib/postgresql';
+  if (existsSync(root)) {
+    const versions = readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', tool))).sort((a, b) => Number(b) - Number(a));
+    if (versions.length > 0) return join(root, versions[0]!, 'bin', tool);
+  }
+  return tool; // on PATH
+}
+
+export class PrivatePostgres {
+  private proc: ManagedProcess | undefined;
+  private pastLogs = '';
+
+  private constructor(
+    readonly port: number,
+    private readonly dir: string,
+    private readonly user: { uid: number; gid: number } | undefined,
+  ) {}
+
+  /** initdb into a fresh directory (owned by the postgres user when we are root), then start. */
+  static async start(): Promise<PrivatePostgres> {
+    const user = postgresUser();
+    const dir = mkdtempSync(join(tmpdir(), 'relay-faults-pg-'));
+    if (user) chownSync(dir, user.uid, user.gid);
+    const pgData = join(dir, 'data');
+    await run(postgresBin('initdb'), ['-D', pgData, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'], user ?? {});
+    const p = new PrivatePostgres(await freePort(), dir, user);
+    await p.start();
+    return p;
+  }
+
+  get url(): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
+  }
+
+  get running(): boolean {
+    return this.proc?.running ?? false;
+  }
+
+  get logs(): string {
+    return this.pastLogs + (this.proc?.logs ?? '');
+  }
+
+  async start(): Promise<void> {
+    if (this.running) throw new Error('postgres is already running');
+    if (this.proc) this.pastLogs += this.proc.logs;
+    const args = [
+      '-D', join(this.dir, 'data'), '-p', `${this.port}`, '-k', this.dir,
+      '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
+      '-c', 'max_connections=100', '-c', 'shared_buffers=16MB',
+    ];
+    this.proc = new ManagedProcess('postgres', postgresBin('postgres'), args, { LC_ALL: 'C' }, { ...(this.user ?? {}), cwd: this.dir });
+    this.proc.start();
+    await this.proc.waitForOutput('database system is ready to accept connections', 30_000);
+  }
+
+  /** Fast shutdown (SIGINT to the postmaster): clients are disconnected, the cluster stops cleanly. */
+  async stop(): Promise<void> {
+    if (!this.proc?.running) return;
+    this.proc.signal('SIGINT');
+    await this.proc.exited(20_000).catch(async () => {
+      await this.proc!.stop('SIGKILL');
+    });
+  }
+
+  /** A direct query, as a test's own observer of what the registry committed. */
+  async query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<R[]> {
+    const c = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 2000 });
+    await c.connect();
+    try {
+      return (await c.query<R>(sql, params)).rows;
+    } finally {
+      await c.end().catch(() => {});
+    }
+  }
+
+  async destroy(): Promise<void> {
+    await this.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,225 @@
+import { randomBytes } from 'node:crypto';
+import { freePort, ManagedProcess, waitForHttp } from '../../support/processes';
+import { PrivatePostgres, PrivateRedis, type RedisMode } from './backends';
+
+export const SERVICES = ['registry', 'verifier1', 'verifier2', 'realtime1', 'realtime2', 'gateway'] as const;
+export type ServiceName = (typeof SERVICES)[number];
+
+export interface FaultStackOptions {
+  redis?: RedisMode;
+  /** TENANT_LEASE_MS of verifiers, gateway and realtime (the services' default is 2000). */
+  leaseMs?: number;
+  /** The registry's PROPAGATION_TIMEOUT_MS (default 3000). */
+  propagationTimeoutMs?: number;
+}
+
+export interface AdminResult {
+  /** HTTP status, or 0 when no answer came (connection refused or reset, timeout). */
+  status: number;
+  body: Record<string, unknown> | undefined;
+  text: string;
+  /** Wall time from sending the call until its answer (or failure). */
+  ms: number;
+  /** Date.now() when the call was sent and when it was answered. */
+  sentAt: number;
+  answeredAt: number;
+}
+
+/**
+ * The distributed deployment as separate processes on private backends:
+ * Redis and PostgreSQL of its own (so they can be killed, frozen, stopped),
+ * the registry, two verifiers, two realtime instances (realtime1 behind
+ * verifier1, realtime2 behind verifier2) and the gateway (verifier1, realtime1).
+ */
+export class FaultStack {
+  readonly adminToken = randomBytes(32).toString('base64url');
+  readonly internalToken = randomBytes(32).toString('base64url');
+  readonly secretsKey = randomBytes(32).toString('base64');
+  readonly leaseMs: number;
+  readonly propagationTimeoutMs: number;
+  readonly services = {} as Record<ServiceName, ManagedProcess>;
+  private readonly health = {} as Record<ServiceName, string>;
+  private readonly ready = {} as Record<ServiceName, string>;
+  /** Services this suite stopped on purpose and has not restarted yet. */
+  private readonly down = new Set<ServiceName>();
+  private readonly frozen = new Set<ServiceName>();
+  gatewayUrl = '';
+  registryUrl = '';
+  realtimeWs: [string, string] = ['', ''];
+
+  private constructor(
+    readonly redis: PrivateRedis,
+    readonly postgres: PrivatePostgres,
+    opts: FaultStackOptions,
+  ) {
+    this.leaseMs = opts.leaseMs ?? 2000;
+    this.propagationTimeoutMs = opts.propagationTimeoutMs ?? 3000;
+  }
+
+  static async start(opts: FaultStackOptions = {}): Promise<FaultStack> {
+    const [redis, postgres] = await Promise.all([PrivateRedis.start(opts.redis), PrivatePostgres.start()]);
+    const stack = new FaultStack(redis, postgres, opts);
+    try {
+      await stack.boot();
+    } catch (err) {
+      await stack.stop();
+      throw err;
+    }
+    return stack;
+  }
+
+  private async boot(): Promise<void> {
+    const ports = {
+      registryHttp: await freePort(),
+      registryGrpc: await freePort(),
+      verifierGrpc: [await freePort(), await freePort()],
+      verifierHttp: [await freePort(), await freePort()],
+      realtime: [await freePort(), await freePort()],
+      gateway: await freePort(),
+    };
+    const registryGrpc = `127.0.0.1:${ports.registryGrpc}`;
+    const common = {
+      REDIS_URL: this.redis.url,
+      REDIS_PREFIX: 'relay:',
+      ADMIN_TOKEN: this.adminToken,
+      INTERNAL_TOKEN: this.internalToken,
+      SECRETS_KEY: this.secretsKey,
+      LOG_LEVEL: 'info',
+    };
+    const consumer = { REGISTRY_GRPC_ADDR: registryGrpc, TENANT_LEASE_MS: `${this.leaseMs}` };
+    const add = (name: ServiceName, service: string, env: Record<string, string>, httpPort: number) => {
+      this.services[name] = new ManagedProcess(name, process.execPath, ['--import', 'tsx', `services/${service}/src/main.ts`], { ...common, ...env });
+      this.health[name] = `http://127.0.0.1:${httpPort}/healthz`;
+      this.ready[name] = `http://127.0.0.1:${httpPort}/readyz`;
+    };
+    add('registry', 'tenant-registry', {
+      DATABASE_URL: this.postgres.url,
+      REGISTRY_HTTP_PORT: `${ports.registryHttp}`,
+      REGISTRY_GRPC_PORT: `${ports.registryGrpc}`,
+      PROPAGATION_TIMEOUT_MS: `${this.propagationTimeoutMs}`,
+    }, ports.registryHttp);
+    for (const i of [0, 1] as const) {
+      add(i === 0 ? 'verifier1' : 'verifier2', 'auth-verifier', {
+        ...consumer,
+        VERIFIER_GRPC_PORT: `${ports.verifierGrpc[i]}`,
+        VERIFIER_HTTP_PORT: `${ports.verifierHttp[i]}`,
+      }, ports.verifierHttp[i]!);
+    }
+    for (const i of [0, 1] as const) {
+      add(i === 0 ? 'realtime1' : 'realtime2', 'realtime', {
+        ...consumer,
+        REALTIME_PORT: `${ports.realtime[i]}`,
+        VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[i]}`,
+      }, ports.realtime[i]!);
+    }
+    add('gateway', 'edge-gateway', {
+      ...consumer,
+      GATEWAY_PORT: `${ports.gateway}`,
+      VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[0]}`,
+      REGISTRY_URL: `http://127.0.0.1:${ports.registryHttp}`,
+      REALTIME_URL: `http://127.0.0.1:${ports.realtime[0]}`,
+    }, ports.gateway);
+    this.gatewayUrl = `http://127.0.0.1:${ports.gateway}`;
+    this.registryUrl = `http://127.0.0.1:${ports.registryHttp}`;
+    this.realtimeWs = [`ws://127.0.0.1:${ports.realtime[0]}/ws`, `ws://127.0.0.1:${ports.realtime[1]}/ws`];
+
+    await this.restart('registry');
+    await Promise.all((['verifier1', 'verifier2'] as const).map((n) => this.restart(n)));
+    await Promise.all((['realtime1', 'realtime2', 'gateway'] as const).map((n) => this.restart(n)));
+    await this.waitReady();
+  }
+
+  /** Starts a service that is down and waits until it answers /healthz. */
+  async restart(name: ServiceName): Promise<void> {
+    const p = this.services[name];
+    if (p.running) throw new Error(`${name} is already running`);
+    p.start();
+    await waitForHttp(this.health[name], 30_000, p);
+    this.down.delete(name);
+  }
+
+  /** SIGKILL, as a crash or the OOM killer would; resolves once the process is gone. */
+  async kill(name: ServiceName): Promise<void> {
+    this.down.add(name);
+    await this.services[name].stop('SIGKILL');
+  }
+
+  /** SIGSTOP: the process keeps its sockets and answers nothing (a stalled instance). */
+  freeze(name: ServiceName): void {
+    this.services[name].signal('SIGSTOP');
+    this.frozen.add(name);
+  }
+
+  resume(name: ServiceName): void {
+    this.frozen.delete(name);
+    if (this.services[name].running) this.services[name].signal('SIGCONT');
+  }
+
+  /** Waits (bounded) until every service reports its dependencies reachable on /readyz. */
+  async waitReady(timeoutMs = 30_000): Promise<void> {
+    await Promise.all(SERVICES.map((n) => waitForHttp(this.ready[n], timeoutMs, this.services[n])));
+  }
+
+  /** Services that exited although this suite did not stop them (a crash). */
+  crashed(): Array<{ name: string; code: number | null | undefined; tail: string }> {
+    return SERVICES.filter((n) => !this.services[n].running && !this.down.has(n)).map((n) => ({
+      name: n,
+      code: this.services[n].exitCode,
+      tail: this.services[n].logs.slice(-1500),
+    }));
+  }
+
+  /**
+   * Puts the stack back the way the next test expects it: backends up (and
+   * resumed), every service the suite stopped started again, all ready.
+   * Crashed services are restarted too, after crashed() has reported them.
+   */
+  async restore(): Promise<void> {
+    for (const n of [...this.frozen]) this.resume(n);
+    if (this.redis.frozen) this.redis.resume();
+    if (!this.redis.running) await this.redis.start();
+    if (!this.postgres.running) await this.postgres.start();
+    for (const n of SERVICES) {
+      if (!this.services[n].running) await this.restart(n);
+    }
+    await this.waitReady();
+  }
+
+  /** One admin API call straight to the registry (not the CLI: a tsx start per call would cost a second). */
+  async admin(method: 'GET' | 'POST', path: string, timeoutMs = 15_000): Promise<AdminResult> {
+    const sentAt = Date.now();
+    let status = 0;
+    let text = '';
+    try {
+      const res = await fetch(`${this.registryUrl}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${this.adminToken}` },
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      status = res.status;
+      text = await res.text();
+    } catch (err) {
+      text = (err as Error).message;
+    }
+    const answeredAt = Date.now();
+    let body: Record<string, unknown> | undefined;
+    try {
+      body = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      body = undefined;
+    }
+    return { status, body, text, ms: answeredAt - sentAt, sentAt, answeredAt };
+  }
+
+  allLogs(): string {
+    return [...SERVICES.map((n) => this.services[n].logs), this.redis.logs, this.postgres.logs].join('\n');
+  }
+
+  /** Stops everything this stack started, by PID, and removes its data directories. */
+  async stop(): Promise<void> {
+    for (const n of [...this.frozen]) this.resume(n);
+    if (this.redis.frozen) this.redis.resume();
+    await Promise.all(SERVICES.filter((n) => this.services[n]).map((n) => this.services[n].stop('SIGTERM', 10_000)));
+    await Promise.all([this.redis.stop(), this.postgres.destroy()]);
+  }
+}

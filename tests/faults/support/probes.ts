@@ -1,0 +1,465 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'vitest';
+import { fetchSecret, signWithJose } from '../../support/host';
+import { TestSocket, type Frame } from '../../support/ws-client';
+import type { AdminResult, FaultStack } from './fault-stack';
+
+/** Slack on top of the lease for timers and one poll round. */
+export const GRACE_MS = 300;
+
+const openSockets = new Set<TestSocket>();
+
+/** Every socket a test opened through these helpers; closed by closeSockets(). */
+export function closeSockets(): void {
+  for (const s of openSockets) {
+    if (s.closeCode === undefined) s.ws.terminate();
+  }
+  openSockets.clear();
+}
+
+export async function openSocket(url: string, token: string): Promise<TestSocket> {
+  const s = await TestSocket.open(url, token);
+  openSockets.add(s);
+  return s;
+}
+
+/** Polls `probe` until it returns a value (bounded in time and rounds): for "eventually", where there is no event to await. */
+export async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 20_000, intervalMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  const maxRounds = Math.ceil(timeoutMs / intervalMs) + 1;
+  let last: unknown;
+  for (let round = 0; round < maxRounds; round++) {
+    try {
+      const v = await probe();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() >= deadline) break;
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (last error: ${(last as Error).message})` : ''}`);
+}
+
+export const sleepUntil = (at: number) => new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
+
+/** Message ids are `<ms>-<seq>`, compared numerically. */
+export function compareIds(a: string, b: string): number {
+  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];
+  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint];
+  return am !== bm ? (am < bm ? -1 : 1) : as === bs ? 0 : as < bs ? -1 : 1;
+}
+
+export function isIncreasing(ids: string[]): boolean {
+  return ids.every((id, i) => i === 0 || compareIds(ids[i - 1]!, id) < 0);
+}
+
+/** A tenant as a host sees it: credentials, the current signing secret, tokens. */
+export class Tenant {
+  /** Every secret this tenant ever had, for the log check. */
+  readonly secrets: string[] = [];
+
+  private constructor(
+    private readonly stack: FaultStack,
+    readonly id: string,
+    readonly clientId: string,
+    public clientSecret: string,
+    public jwtSecret: string,
+  ) {
+    this.secrets.push(clientSecret, jwtSecret);
+  }
+
+  static async create(stack: FaultStack): Promise<Tenant> {
+    const r = await stack.admin('POST', '/admin/tenants');
+    expect(r.status, r.text).toBe(201);
+    const b = r.body as { tenant_id: string; host_sync_client_id: string; host_sync_client_secret: string };
+    const res = await fetchSecret(stack.gatewayUrl, b.tenant_id, b.host_sync_client_id, b.host_sync_client_secret);
+    expect(res.status).toBe(200);
+    const secret = ((await res.json()) as { jwt_secret_primary: string }).jwt_secret_primary;
+    return new Tenant(stack, b.tenant_id, b.host_sync_client_id, b.host_sync_client_secret, secret);
+  }
+
+  token(user: string = randomUUID(), lifetimeS = 900): Promise<string> {
+    return signWithJose(this.jwtSecret, this.id, user, lifetimeS);
+  }
+
+  topic(channel = 'faults'): string {
+    return `tenants/${this.id}/channels/${channel}`;
+  }
+
+  fetchSecret(clientSecret = this.clientSecret): Promise<Response> {
+    return fetchSecret(this.stack.gatewayUrl, this.id, this.clientId, clientSecret);
+  }
+
+  /** After revoke_all: the new host-sync secret from the admin answer, and the new signing secret. */
+  async adoptRevokeAll(result: AdminResult): Promise<void> {
+    const secret = (result.body?.host_sync_client_secret ?? (result.body?.tenant as Record<string, unknown> | undefined)?.host_sync_client_secret) as string | undefined;
+    if (secret) {
+      this.clientSecret = secret;
+      this.secrets.push(secret);
+    }
+    const res = await this.fetchSecret();
+    if (res.status === 200) {
+      this.jwtSecret = ((await res.json()) as { jwt_secret_primary: string }).jwt_secret_primary;
+      this.secrets.push(this.jwtSecret);
+    }
+  }
+}
+
+export async function gatewayMe(stack: FaultStack, token: string, timeoutMs = 5000): Promise<number> {
+  try {
+    const res = await fetch(`${stack.gatewayUrl}/api/v1/me`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(timeoutMs) });
+    await res.arrayBuffer();
+    return res.status;
+  } catch {
+    return 0;
+  }
+}
+
+export async function restPublish(stack: FaultStack, token: string, channel: string, data: unknown, timeoutMs = 5000): Promise<{ status: number; id?: string }> {
+  try {
+    const res = await fetch(`${stack.gatewayUrl}/api/v1/channels/${channel}/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ data }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const body = (await res.json().catch(() => ({}))) as { id?: string };
+    return { status: res.status, ...(res.status === 201 && body.id ? { id: body.id } : {}) };
+  } catch {
+    return { status: 0 };
+  }
+}
+
+let refs = 0;
+
+/** A WS publish; resolves with the id on `published`, or the error code (`timeout` when nothing came). */
+export async function wsPublish(sock: TestSocket, topic: string, data: unknown, timeoutMs = 5000): Promise<{ id?: string; code?: string }> {
+  const ref = `p${++refs}`;
+  try {
+    sock.send({ type: 'publish', topic, data, ref, idempotency_key: randomUUID() });
+    const f = await sock.next((x) => x.ref === ref && (x.type === 'published' || x.type === 'error'), timeoutMs);
+    return f.type === 'published' ? { id: f.id as string } : { code: f.code as string };
+  } catch (err) {
+    return { code: sock.closeCode !== undefined ? `closed_${sock.closeCode}` : /within/.test((err as Error).message) ? 'timeout' : 'send_failed' };
+  }
+}
+
+/** Subscribes; resolves with the `subscribed` frame, or the error frame. */
+export async function subscribe(sock: TestSocket, topic: string, after?: string, epoch?: unknown, timeoutMs = 10_000): Promise<Frame> {
+  const ref = `s${++refs}`;
+  sock.send({ type: 'subscribe', topic, ref, ...(after !== undefined ? { after } : {}), ...(epoch !== undefined ? { epoch } : {}) });
+  return sock.next((f) => f.ref === ref && (f.type === 'subscribed' || f.type === 'error'), timeoutMs);
+}
+
+async function upgradeStatus(url: string, token: string): Promise<number> {
+  try {
+    const s = await openSocket(url, token);
+    s.ws.terminate();
+    return 101;
+  } catch (err) {
+    return (err as { status?: number }).status ?? 0;
+  }
+}
+
+/**
+ * Everything through which a token or connection of `t` could be accepted,
+ * tried once: a fresh token and one used before the change (possibly cached)
+ * on the gateway and as a WebSocket upgrade on both realtime instances, a REST
+ * publish, and the host-sync fetch. Returns what was accepted (empty: nothing).
+ */
+export async function acceptedNow(stack: FaultStack, t: Tenant, usedToken: string, opts: { fetch?: boolean } = {}): Promise<string[]> {
+  const fresh = await t.token();
+  const checks: Array<Promise<string | undefined>> = [
+    gatewayMe(stack, fresh).then((s) => (s === 200 ? 'gateway accepted a fresh token' : undefined)),
+    gatewayMe(stack, usedToken).then((s) => (s === 200 ? 'gateway accepted a token it had seen before' : undefined)),
+    restPublish(stack, usedToken, 'faults', { probe: true }).then((r) => (r.status === 201 ? 'gateway/realtime acknowledged a REST publish' : undefined)),
+    ...stack.realtimeWs.flatMap((url, i) => [
+      upgradeStatus(url, fresh).then((s) => (s === 101 ? `realtime${i + 1} upgraded a fresh token` : undefined)),
+      upgradeStatus(url, usedToken).then((s) => (s === 101 ? `realtime${i + 1} upgraded a token it had seen before` : undefined)),
+    ]),
+  ];
+  if (opts.fetch !== false) {
+    checks.push(t.fetchSecret().then(async (r) => (await r.text(), r.status === 200 ? 'host-sync fetch answered 200' : undefined)).catch(() => undefined));
+  }
+  return (await Promise.all(checks)).filter((x): x is string => x !== undefined);
+}
+
+/** Live connections that still get a publish acknowledged (a closed one, or one refused, is fine). */
+export async function liveStillAccepted(t: Tenant, live: TestSocket[]): Promise<string[]> {
+  const out: string[] = [];
+  await Promise.all(live.map(async (s, i) => {
+    if (s.closeCode !== undefined) return;
+    const r = await wsPublish(s, t.topic(), { probe: 'live' }, 3000);
+    if (r.id) out.push(`live connection #${i} still had a publish acknowledged`);
+  }));
+  return out;
+}
+
+export interface InForce {
+  /** ms from the admin call until everything below held, or undefined if not by the deadline. */
+  ms: number | undefined;
+  gatewayMs: number | undefined;
+  wsMs: [number | undefined, number | undefined];
+  /** Per live socket: [close code, ms] (undefined while open). */
+  closes: Array<[number | undefined, number | undefined]>;
+}
+
+/**
+ * Measures, from now, when a change that revokes `t` is in force everywhere:
+ * the gateway answers 401 to a fresh token and to one it saw before, both
+ * realtime instances refuse a fresh token's upgrade with 401, and every live
+ * connection of `t` is closed. Polls (bounded) until then or the deadline.
+ */
+export function watchInForce(stack: FaultStack, t: Tenant, usedToken: string, live: TestSocket[], deadlineMs = 15_000): { result(): Promise<InForce>; stop(): void } {
+  const start = Date.now();
+  const deadline = start + deadlineMs;
+  let stopped = false;
+  const poll = async (probe: () => Promise<boolean>): Promise<number | undefined> => {
+    for (let round = 0; round < 2000 && !stopped && Date.now() < deadline; round++) {
+      if (await probe()) return Date.now() - start;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    return undefined;
+  };
+  const gateway = poll(async () => (await gatewayMe(stack, await t.token(), 2000)) === 401 && (await gatewayMe(stack, usedToken, 2000)) === 401);
+  const ws = stack.realtimeWs.map((url) => poll(async () => (await upgradeStatus(url, await t.token())) === 401));
+  const closes = live.map(async (s): Promise<[number | undefined, number | undefined]> => {
+    try {
+      const code = await s.closed(Math.max(1, deadline - Date.now()));
+      return [code, Date.now() - start];
+    } catch {
+      return [undefined, undefined];
+    }
+  });
+  return {
+    stop: () => {
+      stopped = true;
+    },
+    async result() {
+      const [g, w0, w1, ...c] = await Promise.all([gateway, ...ws, ...closes]) as [number | undefined, number | undefined, number | undefined, ...Array<[number | undefined, number | undefined]>];
+      const all = [g, w0, w1, ...c.map((x) => x[1])];
+      const ms = all.every((x) => x !== undefined) ? Math.max(...(all as number[])) : undefined;
+      return { ms, gatewayMs: g, wsMs: [w0, w1], closes: c };
+    },
+  };
+}
+
+export function describeInForce(f: InForce): string {
+  const fmt = (x: number | undefined) => (x === undefined ? 'never' : `${x}`);
+  return `in force after ${fmt(f.ms)} ms (gateway ${fmt(f.gatewayMs)}, upgrades ${fmt(f.wsMs[0])}/${fmt(f.wsMs[1])}, closes ${f.closes.map(([c, ms]) => `${c ?? '-'}@${fmt(ms)}`).join(' ')})`;
+}
+
+export function adminLabel(r: AdminResult): string {
+  const code = Array.isArray(r.body?.errors) ? ` ${(r.body!.errors as string[]).join(',')}` : '';
+  return `${r.status === 0 ? 'no answer' : r.status}${code} in ${r.ms} ms`;
+}
+
+/** The tenant's state version as committed in PostgreSQL (undefined while PostgreSQL cannot answer). */
+export async function committedVersion(stack: FaultStack, t: Tenant): Promise<number | undefined> {
+  try {
+    const rows = await stack.postgres.query<{ version: number }>('SELECT version FROM tenants WHERE tenant_id = $1', [t.id]);
+    return rows[0]?.version;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The rule every fault test applies to an admin call that revokes `t`:
+ * - 200: the change is in force at once: nothing of `t` is accepted, and
+ *   every live connection closes with 4401 within one second;
+ * - any other answer (503 change_not_propagated, no answer at all…) for a
+ *   change that was committed (it shows in PostgreSQL, or the answer says
+ *   change_not_propagated): once the lease has passed since the answer,
+ *   nothing of `t` is accepted (live connections are closed or have their
+ *   publishes refused);
+ * - never a 500; a change_not_propagated answer carries the tenant view.
+ * Returns what was asserted, for the log line.
+ */
+export async function expectRevocationHonoured(stack: FaultStack, t: Tenant, r: AdminResult, usedToken: string, live: TestSocket[], versionBefore: number | undefined): Promise<string> {
+  expect(r.status, `admin answered ${r.status}: ${r.text}`).not.toBe(500);
+  if (r.status === 200) {
+    expect(await acceptedNow(stack, t, usedToken), 'after the 200, nothing of the tenant is accepted').toEqual([]);
+    const codes = await Promise.all(live.map((s) => s.closed(1000).catch(() => undefined)));
+    expect(codes, 'live connections closed 4401 within 1 s of the 200').toEqual(live.map(() => 4401));
+    return 'nothing accepted after the 200';
+  }
+  const errors = Array.isArray(r.body?.errors) ? (r.body!.errors as string[]) : [];
+  if (errors.includes('change_not_propagated')) {
+    expect(r.status).toBe(503);
+    expect(r.body!.tenant, 'a change_not_propagated answer carries the tenant view').toMatchObject({ tenant_id: t.id });
+  }
+  const after = await committedVersion(stack, t);
+  const committed = errors.includes('change_not_propagated') || (after !== undefined && versionBefore !== undefined && after > versionBefore);
+  if (!committed) return after === undefined ? 'not known whether it committed' : 'not committed';
+  await sleepUntil(r.answeredAt + stack.leaseMs + GRACE_MS);
+  const accepted = [...(await acceptedNow(stack, t, usedToken)), ...(await liveStillAccepted(t, live))];
+  expect(accepted, 'once the lease has passed after a non-2xx for a committed change, nothing of the tenant is accepted').toEqual([]);
+  return 'committed; nothing accepted once the lease passed';
+}
+
+/** Valid traffic of `t` works again, end to end, without anyone's help: REST, both WebSocket instances, fan-out across them. */
+export async function expectTrafficResumes(stack: FaultStack, t: Tenant, timeoutMs = 25_000): Promise<number> {
+  const start = Date.now();
+  const token = await t.token();
+  await eventually('gateway serves a valid token', async () => (await gatewayMe(stack, token)) === 200, timeoutMs);
+  await eventually('REST publish is acknowledged', async () => (await restPublish(stack, token, 'resume', { ok: 1 })).status === 201, timeoutMs);
+  const socks = await eventually('both realtime instances accept a connection', async () => {
+    const a = await openSocket(stack.realtimeWs[0], token);
+    const b = await openSocket(stack.realtimeWs[1], token).catch((err: unknown) => {
+      a.ws.terminate();
+      throw err;
+    });
+    return [a, b] as const;
+  }, timeoutMs);
+  const [a, b] = socks;
+  expect((await subscribe(a, t.topic('resume'))).type).toBe('subscribed');
+  const pub = await eventually('a WebSocket publish on realtime2 is acknowledged', async () => (await wsPublish(b, t.topic('resume'), { across: true }, 3000)).id, timeoutMs);
+  const got = await a.next((f) => f.type === 'message' && f.id === pub, 5000);
+  expect(got.data).toEqual({ across: true });
+  a.close();
+  b.close();
+  return Date.now() - start;
+}
+
+/**
+ * Background traffic of a bystander tenant across a fault: a subscriber on
+ * each realtime instance, and a publisher alternating REST (gateway →
+ * realtime1) and WebSocket (on realtime2), recording every acknowledged id.
+ * Afterwards a client reconnecting with `after` must get every acknowledged
+ * message, or be told `recovered: false`.
+ */
+const runningTraffic = new Set<Traffic>();
+
+/** Stops every background publisher still running (after a failed test). */
+export async function stopTraffic(): Promise<void> {
+  await Promise.all([...runningTraffic].map((t) => t.stop()));
+}
+
+export class Traffic {
+  readonly acked: string[] = [];
+  readonly failures = new Map<string, number>();
+  anchor = '';
+  epoch: unknown;
+  private subs: TestSocket[] = [];
+  private publisher: TestSocket | undefined;
+  private stopped = false;
+  private loop: Promise<void> = Promise.resolve();
+  private token = '';
+
+  constructor(
+    private readonly stack: FaultStack,
+    readonly t: Tenant,
+    private readonly channel = `traffic-${randomUUID().slice(0, 8)}`,
+  ) {}
+
+  get topic(): string {
+    return this.t.topic(this.channel);
+  }
+
+  async start(): Promise<void> {
+    this.token = await this.t.token();
+    const first = await restPublish(this.stack, this.token, this.channel, { n: -1 });
+    expect(first.status).toBe(201);
+    this.anchor = first.id!;
+    for (const url of this.stack.realtimeWs) {
+      const s = await openSocket(url, this.token);
+      const f = await subscribe(s, this.topic, this.anchor);
+      expect(f.type).toBe('subscribed');
+      this.epoch ??= f.epoch;
+      this.subs.push(s);
+    }
+    this.publisher = await openSocket(this.stack.realtimeWs[1], this.token);
+    runningTraffic.add(this);
+    this.loop = this.run();
+  }
+
+  /** Resolves once `n` publishes were acknowledged (so the fault hits a stream with history). */
+  async warmUp(n = 4): Promise<void> {
+    await eventually(`${n} publishes acknowledged before the fault`, async () => this.acked.length >= n, 10_000, 20);
+  }
+
+  private fail(what: string): void {
+    this.failures.set(what, (this.failures.get(what) ?? 0) + 1);
+  }
+
+  private async run(): Promise<void> {
+    const until = Date.now() + 120_000;
+    for (let n = 0; n < 3000 && !this.stopped && Date.now() < until; n++) {
+      if (n % 2 === 0) {
+        const r = await restPublish(this.stack, this.token, this.channel, { n });
+        if (r.id) this.acked.push(r.id);
+        else this.fail(`rest_${r.status}`);
+      } else {
+        if (!this.publisher || this.publisher.closeCode !== undefined) {
+          this.publisher = await openSocket(this.stack.realtimeWs[1], this.token).catch(() => undefined);
+        }
+        if (this.publisher) {
+          const r = await wsPublish(this.publisher, this.topic, { n }, 5000);
+          if (r.id) this.acked.push(r.id);
+          else this.fail(`ws_${r.code}`);
+        } else this.fail('ws_connect');
+      }
+      await new Promise((r) => setTimeout(r, 40));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    runningTraffic.delete(this);
+    await this.loop;
+  }
+
+  /** Acknowledged publishes in this run (stop() first). */
+  summary(): string {
+    const f = [...this.failures].map(([k, v]) => `${k}×${v}`).join(' ');
+    return `${this.acked.length} acked${f ? `, refused/failed: ${f}` : ''}`;
+  }
+
+  /** Ids each surviving subscriber received were strictly increasing (no duplicate, no step back). */
+  subscribersInOrder(): boolean {
+    return this.subs.every((s) => isIncreasing(s.frames.filter((f) => f.type === 'message').map((f) => f.id as string)));
+  }
+
+  /**
+   * A new client on `instance` subscribes with `after` = the anchor: either
+   * `recovered: false`, or every acknowledged message, in increasing order.
+   */
+  async reconnect(instance: 0 | 1): Promise<{ recovered: boolean; reason?: unknown; replayed: number }> {
+    const s = await openSocket(this.stack.realtimeWs[instance], await this.t.token());
+    const f = await subscribe(s, this.topic, this.anchor, this.epoch);
+    expect(f.type, JSON.stringify(f)).toBe('subscribed');
+    if (f.recovered === false) {
+      s.close();
+      return { recovered: false, reason: f.reason, replayed: 0 };
+    }
+    const want = new Set(this.acked);
+    const seen: string[] = [];
+    const deadline = Date.now() + 10_000;
+    while (want.size > 0 && Date.now() < deadline) {
+      const m = await s.next((x) => x.type === 'message', Math.max(1, deadline - Date.now())).catch(() => undefined);
+      if (!m) break;
+      seen.push(m.id as string);
+      want.delete(m.id as string);
+    }
+    s.close();
+    expect([...want], `acknowledged messages missing from the replay on realtime${instance + 1} (recovered: ${String(f.recovered)})`).toEqual([]);
+    expect(isIncreasing(seen), 'replayed ids increase').toBe(true);
+    return { recovered: true, reason: f.reason, replayed: seen.length };
+  }
+}
+
+/** No secret, credential or token of the run reached any process's output. */
+export function expectNoSecretsInLogs(stack: FaultStack, tenants: Tenant[]): void {
+  const logs = stack.allLogs();
+  for (const secret of [stack.adminToken, stack.internalToken, stack.secretsKey, ...tenants.flatMap((t) => t.secrets)]) {
+    expect(logs.includes(secret), 'a secret appears in the logs').toBe(false);
+  }
+  expect(logs).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\./);
+}
+
+export function expectNoCrash(stack: FaultStack): void {
+  const crashed = stack.crashed();
+  expect(crashed.map((c) => `${c.name} exited ${String(c.code)}\n${c.tail}`)).toEqual([]);
+}

@@ -1,0 +1,105 @@
+import { expect } from 'vitest';
+import type { AdminResult } from './fault-stack';
+import { acceptedNow, committedVersion, expectRevocationHonoured, expectTrafficResumes, type InForce, type Tenant, Traffic, watchInForce } from './probes';
+import { report, type FaultSuite } from './suite';
+
+export type RevokingOp = 'disable' | 'revoke_all';
+
+export const opPath = (op: RevokingOp, tenantId: string) => (op === 'disable' ? `/admin/tenants/${tenantId}/disable` : `/admin/tenants/${tenantId}/jwt_secret/revoke_all`);
+
+export interface RevocationFault {
+  /** Name for the log line. */
+  fault: string;
+  op: RevokingOp;
+  /** Breaks something just before the admin call. */
+  inject(): Promise<void>;
+  /** Makes the admin call; the default sends it to the registry and awaits the answer. */
+  call?(path: string): Promise<AdminResult>;
+  /** Runs once the answer (or its failure) is in, before the rule is checked (e.g. lift a held cut). */
+  afterAnswer?(): Promise<void>;
+  /** Heals the fault (after the rule is checked: a non-2xx is judged while the fault lasts). */
+  heal(victim: { t: Tenant; used: string }): Promise<void>;
+  /** What a reconnect with `after` must report: recovered (nothing lost), lost (history_lost), or either. */
+  history: 'recovered' | 'lost' | 'either';
+  /** Live connections of the victim that the fault itself ends (a killed realtime's); they are not expected to close 4401. */
+  liveLostTo?: 0 | 1;
+}
+
+/**
+ * One fault around one revoking admin call, end to end:
+ * a victim tenant with a cached token and a live connection on each realtime
+ * instance, background traffic of the bystander tenant; inject the fault,
+ * call, judge the answer (200: in force at once; otherwise, if committed,
+ * nothing accepted once the lease has passed), heal, measure when the change
+ * was in force everywhere, check that valid traffic resumed on its own and
+ * that reconnects with `after` get every acknowledged message or
+ * `recovered: false`, and that repeating the call answers 200 with the
+ * change in force. Every phase runs even if an earlier one failed, so the
+ * log line always has the figures; the first failure is thrown at the end.
+ */
+export async function revocationUnderFault(suite: FaultSuite, f: RevocationFault): Promise<void> {
+  const { stack, bystander } = suite;
+  const { t, used, live } = await suite.victim();
+  const traffic = new Traffic(stack, bystander);
+  await traffic.start();
+  await traffic.warmUp();
+  const versionBefore = await committedVersion(stack, t);
+
+  const failures: Error[] = [];
+  const phase = async <T>(name: string, fn: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await fn();
+    } catch (err) {
+      const e = err as Error;
+      e.message = `[${name}] ${e.message}`;
+      failures.push(e);
+      return undefined;
+    }
+  };
+
+  await f.inject();
+  const watched = f.liveLostTo === undefined ? live : live.filter((_, i) => i !== f.liveLostTo);
+  const watch = watchInForce(stack, t, used, watched);
+  const path = opPath(f.op, t.id);
+  const r = f.call ? await f.call(path) : await stack.admin('POST', path);
+  if (f.afterAnswer) await f.afterAnswer();
+  const rule = await phase('answer', () => expectRevocationHonoured(stack, t, r, used, watched, versionBefore));
+  await phase('heal', () => f.heal({ t, used }));
+  const inForce: InForce = await watch.result();
+  await traffic.stop();
+  let resumeMs: number | undefined;
+  let recovered = '';
+  let repeat = '';
+
+  await phase('in force', async () => {
+    expect(inForce.ms, 'the change is in force everywhere once the fault is healed').toBeDefined();
+    expect(inForce.closes.map((c) => c[0]), 'live connections closed with 4401').toEqual(watched.map(() => 4401));
+  });
+  await phase('resume', async () => {
+    resumeMs = await expectTrafficResumes(stack, bystander);
+  });
+  await phase('reconnect', async () => {
+    const rec = [await traffic.reconnect(0), await traffic.reconnect(1)];
+    recovered = rec.map((x) => (x.recovered ? `true(${x.replayed})` : `false(${String(x.reason)})`)).join('/');
+    if (f.history === 'recovered') expect(rec.map((x) => x.recovered), 'nothing was lost, so the reconnect recovers').toEqual([true, true]);
+    if (f.history === 'lost') expect(rec.map((x) => [x.recovered, x.reason]), 'history was lost, and the client is told').toEqual([[false, 'history_lost'], [false, 'history_lost']]);
+    expect(traffic.subscribersInOrder(), 'subscribers that stayed saw increasing ids only').toBe(true);
+  });
+  await phase('repeat', async () => {
+    const again = await stack.admin('POST', path);
+    repeat = `repeat ${again.status} in ${again.ms} ms`;
+    expect(again.status, again.text).toBe(200);
+    expect(await acceptedNow(stack, t, used), 'after the repeated call, nothing of the tenant is accepted').toEqual([]);
+    if (f.op === 'revoke_all') {
+      await t.adoptRevokeAll(again);
+      await expectTrafficResumes(stack, t);
+    }
+  });
+
+  report(f.fault, f.op, r, inForce, [rule ?? 'answer check failed', `traffic ${traffic.summary()}`, `resumed in ${resumeMs ?? '-'} ms`, `reconnect ${recovered || '-'}`, repeat].join('; '));
+  if (failures.length > 0) {
+    const [first, ...rest] = failures;
+    if (rest.length > 0) first!.message += `\n(also failed: ${rest.map((e) => e.message.split('\n')[0]).join(' | ')})`;
+    throw first!;
+  }
+}
