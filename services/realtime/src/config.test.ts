@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@service-relay/core';
+import { resolve } from 'node:path';
 import { loadConfig } from './config';
 
 const base = { INTERNAL_TOKEN: 'x'.repeat(32) };
@@ -14,6 +15,8 @@ describe('loadConfig', () => {
       verifyDeadlineMs: 2000,
       historyMaxMessages: 1000,
       historyTtlS: 86_400,
+      historyDir: resolve('.data/history'),
+      idempotencyWindowS: 600,
       maxSubscriptions: 100,
       maxFrameBytes: 131_072,
       maxBufferedBytes: 4_194_304,
@@ -29,8 +32,14 @@ describe('loadConfig', () => {
     [{ MAX_SUBSCRIPTIONS: '0' }, 'MAX_SUBSCRIPTIONS'],
     [{ MAX_FRAME_BYTES: '1024' }, 'MAX_FRAME_BYTES'],
     [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
+    [{ IDEMPOTENCY_WINDOW_S: '0' }, 'IDEMPOTENCY_WINDOW_S'],
   ])('names the bad variable (%o)', (env, variable) => {
     expect(() => loadConfig({ ...base, ...env }, { standalone: false })).toThrow(expect.objectContaining({ variable }) as ConfigError);
+  });
+
+  it('puts the history journal under DATA_DIR unless HISTORY_DIR says otherwise', () => {
+    expect(loadConfig({ ...base, DATA_DIR: '/var/lib/relay' }, { standalone: false }).historyDir).toBe('/var/lib/relay/history');
+    expect(loadConfig({ ...base, DATA_DIR: '/var/lib/relay', HISTORY_DIR: '/srv/history' }, { standalone: false }).historyDir).toBe('/srv/history');
   });
 
   it('requires REDIS_URL when running alone', () => {

@@ -1,3 +1,4 @@
+import { join, resolve } from 'node:path';
 import { DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type RedisSettings } from '@service-relay/core';
 
 export interface RealtimeConfig {
@@ -8,6 +9,9 @@ export interface RealtimeConfig {
   verifyDeadlineMs: number;
   historyMaxMessages: number;
   historyTtlS: number;
+  /** The embedded store's journal (without REDIS_URL). */
+  historyDir: string;
+  idempotencyWindowS: number;
   maxSubscriptions: number;
   maxFrameBytes: number;
   maxBufferedBytes: number;
@@ -27,6 +31,8 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
     verifyDeadlineMs: r.int('VERIFY_DEADLINE_MS', 2000, 10, 60_000),
     historyMaxMessages: r.int('HISTORY_MAX_MESSAGES', 1000, 1, 10_000_000),
     historyTtlS: r.int('HISTORY_TTL_S', 86_400, 1, 365 * 86_400),
+    historyDir: resolve(r.string('HISTORY_DIR', join(r.string('DATA_DIR', './.data'), 'history'))),
+    idempotencyWindowS: r.int('IDEMPOTENCY_WINDOW_S', 600, 1, 7 * 86_400),
     maxSubscriptions: r.int('MAX_SUBSCRIPTIONS', 100, 1, 100_000),
     // The data limit is 64 KiB; a frame must be able to carry that plus its envelope.
     maxFrameBytes: r.int('MAX_FRAME_BYTES', 131_072, 70_000, 64 * 1024 * 1024),

@@ -50,7 +50,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const events = deps.bus ?? createTenantEventBus(config.redis, logger);
   const ownsMessages = !deps.messages;
   const retention = { maxMessages: config.historyMaxMessages, ttlS: config.historyTtlS };
-  const messages = deps.messages ?? createMessageBus(config.redis, retention, logger, clock);
+  const messages =
+    deps.messages ?? createMessageBus(config.redis, { retention, historyDir: config.historyDir, idempotencyWindowS: config.idempotencyWindowS, logger, ...(clock && { clock }) });
   const ownsVerifier = !deps.verifier;
   const verifier = deps.verifier ?? createVerifierClient({ address: config.verifierAddr, deadlineMs: config.verifyDeadlineMs, logger });
   const registry = new ConnectionRegistry(verifier, metrics);

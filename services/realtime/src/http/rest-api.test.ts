@@ -58,7 +58,51 @@ describe('REST side (behind the gateway)', () => {
     expect(latest.messages.map((m) => m.id)).toEqual(created.slice(2).map((m) => m.id));
     const after = (await (await api(`/api/v1/channels/news/messages?after=${created[0]!.id}&limit=2`)).json()) as { messages: { id: string }[] };
     expect(after.messages.map((m) => m.id)).toEqual(created.slice(1, 3).map((m) => m.id));
-    expect(await (await api('/api/v1/channels/empty/messages')).json()).toEqual({ messages: [] });
+    expect(await (await api('/api/v1/channels/empty/messages')).json()).toEqual({ messages: [], epoch: '' });
+  });
+
+  it('answers history with the epoch, and with `after` whether recovery is complete', async () => {
+    const get = async (query: string) => (await (await api(`/api/v1/channels/recover/messages?${query}`)).json()) as Record<string, unknown>;
+    const m1 = (await (await post('/api/v1/channels/recover/messages', '{"data":1}')).json()) as { id: string };
+    await post('/api/v1/channels/recover/messages', '{"data":2}');
+    const latest = await get('limit=1');
+    expect(latest).toEqual({ messages: [expect.objectContaining({ data: 2 })], epoch: expect.stringMatching(/^[0-9a-f]{32}$/) });
+    const epoch = latest.epoch as string;
+    expect(await get(`after=${m1.id}`)).toMatchObject({ epoch, recovered: true });
+    expect(await get(`after=${m1.id}&epoch=${epoch}`)).toMatchObject({ epoch, recovered: true });
+    expect(await get(`after=${m1.id}&epoch=other`)).toEqual({ messages: [expect.objectContaining({ data: 2 })], epoch, recovered: false, reason: 'history_lost' });
+    expect(await get(`after=${Number(m1.id.split('-')[0]) - 90_000_000}-0`)).toMatchObject({ recovered: false, reason: 'too_old' });
+    const missing = (await (await api(`/api/v1/channels/nothing-here/messages?after=${m1.id}`)).json()) as Record<string, unknown>;
+    expect(missing).toEqual({ messages: [], epoch: '', recovered: false, reason: 'history_lost' });
+    const bad = await api(`/api/v1/channels/recover/messages?after=${m1.id}&epoch=has%20space`);
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ errors: ['invalid_query'] });
+  });
+
+  it('stores one message per Idempotency-Key and answers a retry with the original', async () => {
+    const send = (body: string, key?: string) =>
+      api('/api/v1/channels/idem/messages', { method: 'POST', body, headers: { 'content-type': 'application/json', ...(key !== undefined && { 'idempotency-key': key }) } });
+    const first = await send('{"data":{"n":1}}', 'pay:42');
+    expect(first.status).toBe(201);
+    const original = await first.json();
+    const retry = await send('{"data":{"n":1}}', 'pay:42');
+    expect(retry.status).toBe(201);
+    expect(await retry.json()).toEqual(original);
+    const history = (await (await api('/api/v1/channels/idem/messages')).json()) as { messages: unknown[] };
+    expect(history.messages).toEqual([original]);
+    for (const key of ['has space', 'k'.repeat(129), 'ünïcode']) {
+      const res = await send('{"data":1}', key);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ errors: ['invalid_body'] });
+    }
+  });
+
+  it('answers data nested deeper than 64 levels with 400 invalid_body, not a 500', async () => {
+    const res = await post('/api/v1/channels/deep/messages', `{"data":${'['.repeat(5000)}${']'.repeat(5000)}}`);
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ errors: ['invalid_body'] });
+    expect((await post('/api/v1/channels/deep/messages', `{"data":${'{"a":'.repeat(64)}1${'}'.repeat(64)}}`)).status).toBe(201);
+    expect((await post('/api/v1/channels/deep/messages', `{"data":${'{"a":'.repeat(65)}1${'}'.repeat(65)}}`)).status).toBe(400);
   });
 
   it('answers the contract errors for bad channels, bodies, sizes, queries and paths', async () => {

@@ -2,10 +2,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CHANNEL_NAME, codeOf, errorBody, httpStatusFor, isCanonicalUuid, isUuid, safeEqual, type ErrorCode, type Logger } from '@service-relay/core';
 import { isMessageId } from '../messaging/message-id';
 import { messageJson, type ChannelRef } from '../messaging/message';
-import type { MessageBus } from '../messaging/message-bus';
+import type { HistoryPage, MessageBus } from '../messaging/message-bus';
+import { applyPublishRule, MAX_DATA_BYTES } from '../messaging/publish-rule';
+import { EPOCH_SHAPE } from '../messaging/recovery';
 import type { RealtimeMetrics } from '../metrics';
 
-const MAX_DATA_BYTES = 65_536;
 // A body may be bigger than its data (envelope, whitespace), but not without bound.
 const MAX_BODY_BYTES = 4 * MAX_DATA_BYTES;
 const MESSAGES_PATH = /^\/api\/v1\/channels\/([^/]+)\/messages$/;
@@ -15,7 +16,11 @@ export interface RestOptions {
   messages: MessageBus;
   metrics: RealtimeMetrics;
   logger: Logger;
+  /** False while this instance must not take publishes (503 `unavailable`); default: always true. */
+  acceptingPublishes?: () => boolean;
 }
+
+const ALWAYS = () => true;
 
 interface Caller {
   tenantId: string;
@@ -83,22 +88,33 @@ async function publish(opts: RestOptions, req: IncomingMessage, res: ServerRespo
     return fail(res, 'invalid_body');
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body) || !('data' in body)) return fail(res, 'invalid_body');
-  const dataJson = JSON.stringify((body as { data: unknown }).data);
-  if (Buffer.byteLength(dataJson) > MAX_DATA_BYTES) return fail(res, 'payload_too_large');
-  const message = await opts.messages.publish(ref, caller.userId, dataJson);
+  const deps = { messages: opts.messages, acceptingPublishes: opts.acceptingPublishes ?? ALWAYS };
+  const idempotencyKey = req.headers['idempotency-key'];
+  const verdict = await applyPublishRule(deps, { ref, userId: caller.userId, data: (body as { data: unknown }).data, idempotencyKey });
+  if (!verdict.ok) return fail(res, verdict.refusal === 'malformed' ? 'invalid_body' : verdict.refusal);
   opts.metrics.messagesIn.inc({ source: 'rest' });
-  send(res, 201, messageJson(message));
+  // A retry with a known key gets the first message again, with the same status.
+  send(res, 201, messageJson(verdict.message));
 }
 
 async function history(opts: RestOptions, res: ServerResponse, ref: ChannelRef, query: URLSearchParams): Promise<void> {
   const after = query.get('after');
   const limitText = query.get('limit');
+  const epoch = query.get('epoch');
   if (after !== null && !isMessageId(after)) return fail(res, 'invalid_query');
+  if (epoch !== null && !EPOCH_SHAPE.test(epoch)) return fail(res, 'invalid_query');
   if (limitText !== null && !/^\d{1,3}$/.test(limitText)) return fail(res, 'invalid_query');
   const limit = limitText === null ? 50 : Number(limitText);
   if (limit < 1 || limit > 100) return fail(res, 'invalid_query');
-  const messages = await opts.messages.history(ref, after === null ? { limit } : { after, limit });
-  send(res, 200, `{"messages":[${messages.map(messageJson).join(',')}]}`);
+  const page = await opts.messages.history(ref, after === null ? { limit } : { after, limit, ...(epoch !== null && { epoch }) });
+  send(res, 200, historyJson(page));
+}
+
+/** `{"messages":[…],"epoch"}`, plus `recovered` (and `reason`) when the query had `after`. */
+function historyJson(page: HistoryPage): string {
+  const r = page.recovery;
+  const recovery = r === undefined ? '' : r.recovered ? ',"recovered":true' : `,"recovered":false,"reason":"${r.reason}"`;
+  return `{"messages":[${page.messages.map(messageJson).join(',')}],"epoch":${JSON.stringify(page.epoch)}${recovery}}`;
 }
 
 /** Reads the body as UTF-8; undefined when it exceeds the bound (reading stops there). */

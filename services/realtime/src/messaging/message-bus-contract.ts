@@ -3,19 +3,29 @@ import { randomUUID } from 'node:crypto';
 import { compareMessageIds, isMessageId } from './message-id';
 import type { Message } from './message';
 import type { MessageBus } from './message-bus';
+import { describeEpochs, describeIdempotency } from './message-bus-contract-epochs';
 
-/**
- * The behaviour every MessageBus driver must show. `open` returns two handles
- * that act as two instances (the memory driver returns the same one twice).
- */
-export function describeMessageBusContract(driver: string, open: (maxMessages: number) => Promise<[MessageBus, MessageBus]>): void {
+export interface ContractStore {
+  /** Two handles that act as two instances (the memory driver returns the same one twice). */
+  buses: [MessageBus, MessageBus];
+  /**
+   * The store loses every stream (Redis restarted without persistence, the
+   * embedded journal gone) and the handles come back on it.
+   */
+  loseEverything(): Promise<[MessageBus, MessageBus]>;
+}
+
+/** The behaviour every MessageBus driver must show. Retention is `maxMessages` and a 60 s TTL. */
+export function describeMessageBusContract(driver: string, open: (maxMessages: number) => Promise<ContractStore>): void {
   describe(`MessageBus contract: ${driver}`, () => {
     let a: MessageBus;
     let b: MessageBus;
+    let store: ContractStore;
     const ref = () => ({ tenantId: randomUUID(), channel: 'room.1' });
 
     beforeEach(async () => {
-      [a, b] = await open(5);
+      store = await open(5);
+      [a, b] = store.buses;
     });
     afterEach(async () => {
       await a.close();
@@ -36,10 +46,10 @@ export function describeMessageBusContract(driver: string, open: (maxMessages: n
       const r = ref();
       const sent: Message[] = [];
       for (let i = 0; i < 5; i++) sent.push(await a.publish(r, 'u', String(i)));
-      expect((await b.history(r, { limit: 2 })).map((m) => m.dataJson)).toEqual(['3', '4']);
-      expect((await b.history(r, { after: sent[1]!.id, limit: 2 })).map((m) => m.dataJson)).toEqual(['2', '3']);
-      expect(await b.history(r, { after: sent[4]!.id, limit: 10 })).toEqual([]);
-      expect((await b.history(r, { after: '0-0', limit: 10 })).map((m) => m.id)).toEqual(sent.map((m) => m.id));
+      expect((await b.history(r, { limit: 2 })).messages.map((m) => m.dataJson)).toEqual(['3', '4']);
+      expect((await b.history(r, { after: sent[1]!.id, limit: 2 })).messages.map((m) => m.dataJson)).toEqual(['2', '3']);
+      expect((await b.history(r, { after: sent[4]!.id, limit: 10 })).messages).toEqual([]);
+      expect((await b.history(r, { after: '0-0', limit: 10 })).messages.map((m) => m.id)).toEqual(sent.map((m) => m.id));
     });
 
     it('keeps at least the configured number of messages, the newest ones', async () => {
@@ -47,7 +57,7 @@ export function describeMessageBusContract(driver: string, open: (maxMessages: n
       let last: Message | undefined;
       // Redis trims whole stream nodes (100 entries by default), so publish past a few.
       for (let i = 0; i < 250; i++) last = await a.publish(r, 'u', String(i));
-      const kept = await a.history(r, { after: '0-0', limit: 1000 });
+      const { messages: kept } = await a.history(r, { after: '0-0', limit: 1000 });
       expect(kept.length).toBeGreaterThanOrEqual(5);
       expect(kept.length).toBeLessThan(250);
       expect(kept[kept.length - 1]!.id).toBe(last!.id);
@@ -62,7 +72,7 @@ export function describeMessageBusContract(driver: string, open: (maxMessages: n
       await a.publish(r2, 'u', '"t2"');
       await until(() => got.length === 1);
       expect(got).toEqual(['"t2"']);
-      expect((await a.history(r1, { limit: 10 })).map((m) => m.dataJson)).toEqual(['"t1"']);
+      expect((await a.history(r1, { limit: 10 })).messages.map((m) => m.dataJson)).toEqual(['"t1"']);
       stop();
     });
 
@@ -106,6 +116,8 @@ export function describeMessageBusContract(driver: string, open: (maxMessages: n
       stopA();
       stopB();
     });
+    describeEpochs(() => ({ a, b, store, setBuses: (next) => ([a, b] = next) }));
+    describeIdempotency(() => ({ a, b }));
   });
 }
 

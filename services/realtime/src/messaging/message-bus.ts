@@ -1,9 +1,29 @@
 import type { ChannelRef, Message, MessageListener } from './message';
+import type { Recovery } from './recovery';
+
+export interface PublishOptions {
+  /**
+   * Scope (tenant, channel, key): a publish with a key already used within
+   * the idempotency window returns the first message and stores nothing.
+   */
+  idempotencyKey?: string;
+}
 
 export interface HistoryQuery {
   /** Only messages with a greater id; the first `limit` of them. Without it, the latest `limit`. */
   after?: string;
   limit: number;
+  /** The epoch the client was last told, sent back with `after`. */
+  epoch?: string;
+}
+
+export interface HistoryPage {
+  /** Oldest first. */
+  messages: Message[];
+  /** The channel's epoch; NO_EPOCH while the store holds no stream for it. */
+  epoch: string;
+  /** Only with `after`: whether everything published after it is still retained. */
+  recovery?: Recovery;
 }
 
 /**
@@ -12,10 +32,15 @@ export interface HistoryQuery {
  * a shared backend, every other process, in id order per channel.
  */
 export interface MessageBus {
-  /** `dataJson` is the already-serialized data; the caller has checked its size. */
-  publish(ref: ChannelRef, userId: string, dataJson: string): Promise<Message>;
-  /** Oldest first. */
-  history(ref: ChannelRef, query: HistoryQuery): Promise<Message[]>;
+  /**
+   * `dataJson` is the already-serialized data; the caller has checked it
+   * (publish-rule.ts). Resolves once the message is stored (and, for the
+   * embedded store, written to its journal).
+   */
+  publish(ref: ChannelRef, userId: string, dataJson: string, opts?: PublishOptions): Promise<Message>;
+  history(ref: ChannelRef, query: HistoryQuery): Promise<HistoryPage>;
+  /** The channel's current epoch (NO_EPOCH when the store has no stream for it). */
+  epoch(ref: ChannelRef): Promise<string>;
   /**
    * Resolves once delivery is live: every message published after that reaches
    * `listener`. The returned function stops it.

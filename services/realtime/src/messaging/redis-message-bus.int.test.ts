@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { createLogger } from '@service-relay/core';
-import { TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
+import { deleteRedisPrefix, TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
 import { describeMessageBusContract } from './message-bus-contract';
 import { RedisMessageBus } from './redis-message-bus';
 
@@ -10,20 +10,66 @@ const logger = createLogger({ service: 'realtime-test', level: 'silent' });
 describeMessageBusContract('redis', async (maxMessages) => {
   const prefix = uniqueRedisPrefix('rt');
   const retention = { maxMessages, ttlS: 60 };
-  return [new RedisMessageBus(TEST_REDIS_URL, prefix, retention, logger), new RedisMessageBus(TEST_REDIS_URL, prefix, retention, logger)];
+  const pair = (): [RedisMessageBus, RedisMessageBus] => [new RedisMessageBus(TEST_REDIS_URL, prefix, retention, logger), new RedisMessageBus(TEST_REDIS_URL, prefix, retention, logger)];
+  return {
+    buses: pair(),
+    // A Redis restart without persistence, for this prefix only: the shared server keeps everyone else's keys.
+    async loseEverything() {
+      await deleteRedisPrefix(prefix);
+      return pair();
+    },
+  };
 });
 
 describe('RedisMessageBus', () => {
-  it('sets the idle expiry on the channel stream', async () => {
+  const ref = { tenantId: '00000000-0000-4000-8000-000000000001', channel: 'c' };
+
+  it('sets the idle expiry on the channel stream and its meta hash', async () => {
     const prefix = uniqueRedisPrefix('rt');
     const bus = new RedisMessageBus(TEST_REDIS_URL, prefix, { maxMessages: 10, ttlS: 120 }, logger);
-    const ref = { tenantId: '00000000-0000-4000-8000-000000000001', channel: 'c' };
-    await bus.publish(ref, 'u', '1');
+    await bus.publish(ref, 'u', '1', { idempotencyKey: 'k' });
     const probe = new Redis(TEST_REDIS_URL);
-    const ttl = await probe.ttl(`${prefix}ch:${ref.tenantId}:c`);
-    expect(ttl).toBeGreaterThan(100);
-    expect(ttl).toBeLessThanOrEqual(120);
+    const stream = `${prefix}ch:${ref.tenantId}:c`;
+    for (const key of [stream, `${stream}/meta`]) {
+      const ttl = await probe.ttl(key);
+      expect(ttl).toBeGreaterThan(100);
+      expect(ttl).toBeLessThanOrEqual(120);
+    }
+    expect(await probe.pttl(`${stream}/idem/k`)).toBeGreaterThan(590_000);
     await bus.close();
     probe.disconnect();
+    await deleteRedisPrefix(prefix);
+  });
+
+  it('says history_lost once the stream was deleted behind its back, as after a restart without persistence', async () => {
+    const prefix = uniqueRedisPrefix('rt');
+    const bus = new RedisMessageBus(TEST_REDIS_URL, prefix, { maxMessages: 10, ttlS: 120 }, logger);
+    const m1 = await bus.publish(ref, 'u', '1');
+    const epoch = await bus.epoch(ref);
+    const probe = new Redis(TEST_REDIS_URL);
+    await probe.del(`${prefix}ch:${ref.tenantId}:c`, `${prefix}ch:${ref.tenantId}:c/meta`);
+    expect(await bus.history(ref, { after: m1.id, epoch, limit: 10 })).toEqual({ messages: [], epoch: '', recovery: { recovered: false, reason: 'history_lost' } });
+    const m2 = await bus.publish(ref, 'u', '2');
+    const page = await bus.history(ref, { after: m1.id, epoch, limit: 10 });
+    expect(page.recovery).toEqual({ recovered: false, reason: 'history_lost' });
+    expect(page.messages.map((m) => m.id)).toEqual([m2.id]);
+    expect(page.epoch).not.toBe(epoch);
+    await bus.close();
+    probe.disconnect();
+    await deleteRedisPrefix(prefix);
+  });
+
+  it('gives a stream from before epochs one on its next publish, without claiming a loss', async () => {
+    const prefix = uniqueRedisPrefix('rt');
+    const bus = new RedisMessageBus(TEST_REDIS_URL, prefix, { maxMessages: 10, ttlS: 120 }, logger);
+    const probe = new Redis(TEST_REDIS_URL);
+    const old = await probe.xadd(`${prefix}ch:${ref.tenantId}:c`, '*', 'u', 'u', 'd', '"old"');
+    expect((await bus.history(ref, { after: old!, limit: 10 })).recovery).toEqual({ recovered: true });
+    await bus.publish(ref, 'u', '"new"');
+    expect(await bus.epoch(ref)).not.toBe('');
+    expect((await bus.history(ref, { after: old!, limit: 10 })).recovery).toEqual({ recovered: true });
+    await bus.close();
+    probe.disconnect();
+    await deleteRedisPrefix(prefix);
   });
 });

@@ -1,17 +1,10 @@
 import { createRedis, RelayError, redisPing, redisReady, type Logger, type Redis } from '@service-relay/core';
 import { isAfter, makeMessage, type ChannelRef, type Message, type MessageListener } from './message';
-import type { HistoryQuery, MessageBus } from './message-bus';
+import type { HistoryPage, HistoryQuery, MessageBus, PublishOptions } from './message-bus';
 import type { RetentionOptions } from './memory-message-bus';
-
-// One atomic step per publish: the id is assigned, the entry trimmed and the
-// channel's idle clock reset, and the message published, with no other
-// publish in between. So pub/sub delivery order equals id order everywhere.
-const PUBLISH_SCRIPT = `
-local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'u', ARGV[2], 'd', ARGV[3])
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-redis.call('PUBLISH', ARGV[5], id .. '\\n' .. ARGV[2] .. '\\n' .. ARGV[3])
-return id
-`;
+import { parseMessageId } from './message-id';
+import { PUBLISH_SCRIPT, READ_SCRIPT } from './redis-scripts';
+import { judgeRecovery, newEpoch, NO_EPOCH, type EpochState } from './recovery';
 
 type StreamEntry = [id: string, fields: string[]];
 
@@ -25,11 +18,33 @@ interface Topic {
   parked: Message[] | undefined;
 }
 
-interface PublishCommand {
-  relayPublish(stream: string, maxLen: number, userId: string, dataJson: string, ttlS: number, channel: string): Promise<string>;
+type PublishReply = [id: string, duplicate: 0 | 1, fields?: string[]];
+type ReadReply = [
+  exists: 0 | 1,
+  timeS: string,
+  timeUs: string,
+  epoch?: string | null,
+  since?: string | null,
+  maxDeleted?: string,
+  trimmedTo?: string | null,
+  entries?: StreamEntry[],
+];
+
+interface ReadResult {
+  /** Redis's clock, the one that made the ids. */
+  nowMs: number;
+  /** Undefined when there is no stream. */
+  stream: EpochState | undefined;
+  entries: StreamEntry[];
+}
+
+interface Scripts {
+  relayPublish(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<PublishReply>;
+  relayRead(stream: string, meta: string, after: string, limit: number): Promise<ReadReply>;
 }
 
 const REFILL_PAGE = 500;
+const ZERO = Object.freeze({ ms: 0, seq: 0 });
 
 /**
  * Redis Streams keep ids and history; pub/sub carries live delivery. One
@@ -37,7 +52,7 @@ const REFILL_PAGE = 500;
  * local listener arrives and UNSUBSCRIBEd when the last one leaves.
  */
 export class RedisMessageBus implements MessageBus {
-  private readonly cmd: Redis & PublishCommand;
+  private readonly cmd: Redis & Scripts;
   private readonly sub: Redis;
   private readonly topics = new Map<string, Topic>();
   private wasReady = false;
@@ -48,9 +63,12 @@ export class RedisMessageBus implements MessageBus {
     private readonly prefix: string,
     private readonly retention: RetentionOptions,
     private readonly logger: Logger,
+    private readonly idempotencyWindowS = 600,
   ) {
-    this.cmd = createRedis(url, { connectionName: 'realtime-messages' }) as Redis & PublishCommand;
-    this.cmd.defineCommand('relayPublish', { numberOfKeys: 1, lua: PUBLISH_SCRIPT });
+    this.cmd = createRedis(url, { connectionName: 'realtime-messages' }) as Redis & Scripts;
+    // Without numberOfKeys the key count is the first argument: the idempotency key is optional.
+    this.cmd.defineCommand('relayPublish', { lua: PUBLISH_SCRIPT });
+    this.cmd.defineCommand('relayRead', { numberOfKeys: 2, lua: READ_SCRIPT });
     this.cmd.on('error', () => {});
     this.sub = createRedis(url, { connectionName: 'realtime-messages-sub', enableOfflineQueue: true, maxRetriesPerRequest: null });
     this.sub.on('error', (err: Error) => this.logger.debug({ err: err.message }, 'message bus connection error'));
@@ -66,29 +84,37 @@ export class RedisMessageBus implements MessageBus {
     this.sub.on('message', (channel: string, payload: string) => this.onMessage(channel, payload));
   }
 
-  async publish(ref: ChannelRef, userId: string, dataJson: string): Promise<Message> {
+  async publish(ref: ChannelRef, userId: string, dataJson: string, opts: PublishOptions = {}): Promise<Message> {
+    const stream = this.streamKey(ref);
+    const keys = opts.idempotencyKey === undefined ? [stream, `${stream}/meta`] : [stream, `${stream}/meta`, `${stream}/idem/${opts.idempotencyKey}`];
+    let reply: PublishReply;
     try {
       await this.connected();
-      const id = await this.cmd.relayPublish(this.streamKey(ref), this.retention.maxMessages, userId, dataJson, this.retention.ttlS, this.channelName(ref));
-      return makeMessage(id, ref.channel, userId, dataJson);
+      const { maxMessages, ttlS } = this.retention;
+      const windowMs = this.idempotencyWindowS * 1000;
+      reply = await this.cmd.relayPublish(keys.length, ...keys, maxMessages, userId, dataJson, ttlS, this.channelName(ref), newEpoch(), windowMs);
     } catch (err) {
       throw new RelayError('unavailable', 'message store unavailable', { cause: err });
     }
+    const [id, duplicate, fields] = reply;
+    // A known key: the first message, or (once trimmed away) its id with this request's fields.
+    if (duplicate && fields) return toMessage(ref.channel, [id, fields]);
+    return makeMessage(id, ref.channel, userId, dataJson);
   }
 
-  async history(ref: ChannelRef, query: HistoryQuery): Promise<Message[]> {
-    try {
-      await this.connected();
-      const key = this.streamKey(ref);
-      if (query.after !== undefined) {
-        const entries = (await this.cmd.xrange(key, `(${query.after}`, '+', 'COUNT', query.limit)) as StreamEntry[];
-        return entries.map((e) => toMessage(ref.channel, e));
-      }
-      const entries = (await this.cmd.xrevrange(key, '+', '-', 'COUNT', query.limit)) as StreamEntry[];
-      return entries.reverse().map((e) => toMessage(ref.channel, e));
-    } catch (err) {
-      throw new RelayError('unavailable', 'message store unavailable', { cause: err });
+  async history(ref: ChannelRef, query: HistoryQuery): Promise<HistoryPage> {
+    const { nowMs, stream, entries } = await this.read(ref, query.after ?? '', query.limit);
+    const messages = entries.map((e) => toMessage(ref.channel, e));
+    const page: HistoryPage = { messages: query.after === undefined ? messages.reverse() : messages, epoch: stream?.epoch ?? NO_EPOCH };
+    if (query.after !== undefined) {
+      const ttlMs = this.retention.ttlS * 1000;
+      page.recovery = judgeRecovery({ after: parseMessageId(query.after)!, clientEpoch: query.epoch, stream, nowMs, ttlMs });
     }
+    return page;
+  }
+
+  async epoch(ref: ChannelRef): Promise<string> {
+    return (await this.read(ref, '', 0)).stream?.epoch ?? NO_EPOCH;
   }
 
   async subscribe(ref: ChannelRef, listener: MessageListener): Promise<() => void> {
@@ -149,7 +175,11 @@ export class RedisMessageBus implements MessageBus {
       await this.connected();
       let after = topic.last?.id;
       for (;;) {
-        const page = after === undefined ? [] : await this.history(topic.ref, { after, limit: REFILL_PAGE });
+        if (after === undefined) break;
+        const { messages: page, recovery } = await this.history(topic.ref, { after, limit: REFILL_PAGE });
+        if (recovery && !recovery.recovered) {
+          this.logger.warn({ reason: recovery.reason, tenant_id: topic.ref.tenantId }, 'channel history lost while the message bus was disconnected');
+        }
         for (const m of page) deliver(topic, m);
         if (page.length < REFILL_PAGE) break;
         after = page[page.length - 1]!.id;
@@ -161,6 +191,27 @@ export class RedisMessageBus implements MessageBus {
       topic.parked = undefined;
       for (const m of parked) deliver(topic, m);
     }
+  }
+
+  private async read(ref: ChannelRef, after: string, limit: number): Promise<ReadResult> {
+    let reply: ReadReply;
+    try {
+      await this.connected();
+      const stream = this.streamKey(ref);
+      reply = await this.cmd.relayRead(stream, `${stream}/meta`, after, limit);
+    } catch (err) {
+      throw new RelayError('unavailable', 'message store unavailable', { cause: err });
+    }
+    const [exists, timeS, timeUs, epoch, since, maxDeleted, trimmedTo, entries] = reply;
+    const nowMs = Number(timeS) * 1000 + Math.floor(Number(timeUs) / 1000);
+    if (!exists) return { nowMs, stream: undefined, entries: [] };
+    const stream: EpochState = {
+      epoch: epoch ?? NO_EPOCH,
+      since: parseMessageId(since ?? '0-0') ?? ZERO,
+      maxDeleted: parseMessageId(maxDeleted ?? '0-0') ?? ZERO,
+      trimmedTo: trimmedTo ? parseMessageId(trimmedTo) : undefined,
+    };
+    return { nowMs, stream, entries: entries ?? [] };
   }
 
   /** Commands fail fast while Redis is down; right after start they wait briefly for the first connect. */

@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createLogger, type Clock, type Env } from '@service-relay/core';
 import { MemoryTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
 import { FakeVerifier } from '@service-relay/testkit';
@@ -30,8 +33,10 @@ export interface InstanceOptions {
 
 /** One realtime server on port 0 in front of a fake verifier. */
 export async function startRealtime(opts: InstanceOptions): Promise<RealtimeInstance> {
+  // The embedded history journal goes to a directory of this instance's own, removed at stop.
+  const historyDir = opts.env?.HISTORY_DIR === undefined ? mkdtempSync(join(tmpdir(), 'relay-rt-history-')) : undefined;
   const config = loadConfig(
-    { REALTIME_PORT: '0', VERIFIER_ADDR: opts.verifier.address, INTERNAL_TOKEN: TEST_INTERNAL_TOKEN, LOG_LEVEL: 'debug', ...opts.env },
+    { REALTIME_PORT: '0', VERIFIER_ADDR: opts.verifier.address, INTERNAL_TOKEN: TEST_INTERNAL_TOKEN, LOG_LEVEL: 'debug', HISTORY_DIR: historyDir, ...opts.env },
     { standalone: false },
   );
   const logs: string[] = [];
@@ -51,7 +56,10 @@ export async function startRealtime(opts: InstanceOptions): Promise<RealtimeInst
     http: `http://127.0.0.1:${server.port}`,
     ws: `ws://127.0.0.1:${server.port}/ws`,
     logs,
-    stop: () => server.stop(),
+    stop: async () => {
+      await server.stop();
+      if (historyDir) rmSync(historyDir, { recursive: true, force: true });
+    },
   };
 }
 

@@ -1,12 +1,14 @@
 import { isMessageId } from '../messaging/message-id';
+import { EPOCH_SHAPE } from '../messaging/recovery';
 
 export type Ref = string | number;
 
 /** A client frame whose envelope is well formed; topics are checked later, against the identity. */
 export type ClientFrame =
-  | { type: 'subscribe'; topic: unknown; after: string | undefined; ref: Ref | undefined }
+  | { type: 'subscribe'; topic: unknown; after: string | undefined; epoch: string | undefined; ref: Ref | undefined }
   | { type: 'unsubscribe'; topic: unknown; ref: Ref | undefined }
-  | { type: 'publish'; topic: unknown; data: unknown; ref: Ref | undefined }
+  /** The idempotency key is checked by the publish rule. */
+  | { type: 'publish'; topic: unknown; data: unknown; idempotencyKey: unknown; ref: Ref | undefined }
   | { type: 'auth'; token: string; ref: Ref | undefined };
 
 export type ParsedFrame = { ok: true; frame: ClientFrame } | { ok: false; ref: Ref | undefined };
@@ -30,12 +32,16 @@ export function parseClientFrame(text: string): ParsedFrame {
   switch (f.type) {
     case 'subscribe':
       if (f.after !== undefined && f.after !== null && !isMessageId(f.after)) return bad;
-      return { ok: true, frame: { type: 'subscribe', topic: f.topic, after: (f.after ?? undefined) as string | undefined, ref } };
+      if (f.epoch !== undefined && f.epoch !== null && (typeof f.epoch !== 'string' || !EPOCH_SHAPE.test(f.epoch))) return bad;
+      return {
+        ok: true,
+        frame: { type: 'subscribe', topic: f.topic, after: (f.after ?? undefined) as string | undefined, epoch: (f.epoch ?? undefined) as string | undefined, ref },
+      };
     case 'unsubscribe':
       return { ok: true, frame: { type: 'unsubscribe', topic: f.topic, ref } };
     case 'publish':
       if (!('data' in f)) return bad;
-      return { ok: true, frame: { type: 'publish', topic: f.topic, data: f.data, ref } };
+      return { ok: true, frame: { type: 'publish', topic: f.topic, data: f.data, idempotencyKey: f.idempotency_key ?? undefined, ref } };
     case 'auth':
       if (typeof f.token !== 'string' || f.token.length === 0) return bad;
       return { ok: true, frame: { type: 'auth', token: f.token, ref } };

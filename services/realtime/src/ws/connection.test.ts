@@ -103,6 +103,58 @@ describe('WebSocket protocol', () => {
     expect(got.map((m) => m.data)).toEqual([2, 3, 4, 5]);
   });
 
+  it('says subscribed with the epoch, and with `after` whether recovery is complete', async () => {
+    const { c, id } = await connect();
+    const topic = topicFor(id.tenantId, 'epochs');
+    const empty = await c.request({ type: 'subscribe', topic });
+    expect(empty).toEqual({ type: 'subscribed', topic, epoch: '', ref: empty.ref });
+    const m1 = (await c.request({ type: 'publish', topic, data: 1 })).id as string;
+    await c.request({ type: 'publish', topic, data: 2 });
+    // Again on a live subscription: the epoch, no replay and nothing to recover.
+    const again = await c.request({ type: 'subscribe', topic, after: m1 });
+    expect(again).toEqual({ type: 'subscribed', topic, epoch: expect.stringMatching(/^[0-9a-f]{32}$/), ref: again.ref });
+    const epoch = again.epoch as string;
+
+    const { c: late } = await connect({ tenantId: id.tenantId });
+    expect(await late.request({ type: 'subscribe', topic, after: m1, epoch })).toMatchObject({ type: 'subscribed', topic, epoch, recovered: true });
+    expect((await late.waitForMessages(topic, 1)).map((m) => m.data)).toEqual([2]);
+    const { c: stale } = await connect({ tenantId: id.tenantId });
+    const lost = await stale.request({ type: 'subscribe', topic, after: m1, epoch: 'an-epoch-that-is-gone' });
+    expect(lost).toMatchObject({ type: 'subscribed', epoch, recovered: false, reason: 'history_lost' });
+    // Still replays what is retained.
+    expect((await stale.waitForMessages(topic, 1)).map((m) => m.data)).toEqual([2]);
+    const { c: gone } = await connect({ tenantId: id.tenantId });
+    const missing = await gone.request({ type: 'subscribe', topic: topicFor(id.tenantId, 'never'), after: `${Date.now() - 1000}-0` });
+    expect(missing).toMatchObject({ epoch: '', recovered: false, reason: 'history_lost' });
+    for (const bad of [42, 'has space', 'x'.repeat(65)]) {
+      expect(await c.request({ type: 'subscribe', topic: topicFor(id.tenantId, 'b'), after: m1, epoch: bad })).toMatchObject({ type: 'error', code: 'invalid_frame' });
+    }
+  });
+
+  it('publishes once per idempotency key and answers a retry with the original id', async () => {
+    const { c, id } = await connect();
+    const topic = topicFor(id.tenantId, 'idem');
+    await c.request({ type: 'subscribe', topic });
+    const first = await c.request({ type: 'publish', topic, data: { n: 1 }, idempotency_key: 'order-1' });
+    const retry = await c.request({ type: 'publish', topic, data: { n: 1 }, idempotency_key: 'order-1' });
+    expect(retry).toMatchObject({ type: 'published', topic, id: first.id });
+    await c.request({ type: 'publish', topic, data: { n: 2 } });
+    expect((await c.waitForMessages(topic, 2)).map((m) => m.data)).toEqual([{ n: 1 }, { n: 2 }]);
+    for (const key of ['', 'has space', 'k'.repeat(129), 7]) {
+      expect(await c.request({ type: 'publish', topic, data: 1, idempotency_key: key })).toMatchObject({ type: 'error', code: 'invalid_frame' });
+    }
+  });
+
+  it('answers data nested deeper than 64 levels with invalid_frame, not a crash', async () => {
+    const { c, id } = await connect();
+    const topic = topicFor(id.tenantId, 'deep');
+    c.ws.send(`{"type":"publish","topic":${JSON.stringify(topic)},"ref":"deep","data":${'['.repeat(5000)}${']'.repeat(5000)}}`);
+    expect(await c.next((f) => f.ref === 'deep')).toEqual({ type: 'error', code: 'invalid_frame', ref: 'deep' });
+    const ok = JSON.parse(`${'['.repeat(64)}${']'.repeat(64)}`) as unknown;
+    expect(await c.request({ type: 'publish', topic, data: ok })).toMatchObject({ type: 'published' });
+    expect(await c.request({ type: 'publish', topic, data: [ok] })).toMatchObject({ type: 'error', code: 'invalid_frame' });
+  });
+
   it('closes with 4401 at exp, unless a refresh for the same identity moved it', async () => {
     const now = Math.floor(clock.now() / 1000);
     const { c, id } = await connect({ expiresAt: now + 60 });

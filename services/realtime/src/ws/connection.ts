@@ -3,6 +3,7 @@ import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import type { MessageBus } from '../messaging/message-bus';
+import { applyPublishRule } from '../messaging/publish-rule';
 import type { RealtimeMetrics } from '../metrics';
 import type { Scheduler } from '../realtime/scheduler';
 import { checkTopic } from '../realtime/topic';
@@ -12,7 +13,6 @@ import { parseClientFrame, replyFrame, type ClientFrame, type Ref } from './clie
 import type { ConnectionRegistry, TrackedConnection } from './connection-registry';
 import { Subscription } from './subscription';
 
-const MAX_DATA_BYTES = 65_536;
 const TEXT = { binary: false } as const;
 const CONNECTION = Symbol('connection');
 
@@ -44,7 +44,11 @@ export interface ConnectionContext {
   logger: Logger;
   maxSubscriptions: number;
   maxBufferedBytes: number;
+  /** False while this instance must not take publishes (refused with `unavailable`); default: always true. */
+  acceptingPublishes?: () => boolean;
 }
+
+const ALWAYS = () => true;
 
 /** One authenticated WebSocket: its identity, token expiry, subscriptions and frames. */
 export class Connection implements TrackedConnection {
@@ -176,30 +180,46 @@ export class Connection implements TrackedConnection {
     const topic = checkTopic(frame.topic, this.identity.tenantId);
     if (!topic.ok) return this.error(topic.code, frame.ref);
     const name = frame.topic as string;
-    if (frame.type === 'subscribe') return this.subscribe(name, topic.ref, frame.after, frame.ref);
+    if (frame.type === 'subscribe') return this.subscribe(name, topic.ref, frame.after, frame.epoch, frame.ref);
     if (frame.type === 'unsubscribe') {
       const sub = this.subscriptions?.get(name);
       if (sub) this.drop(sub);
       return this.send(replyFrame({ type: 'unsubscribed', topic: name }, frame.ref));
     }
-    const dataJson = JSON.stringify(frame.data);
-    if (Buffer.byteLength(dataJson) > MAX_DATA_BYTES) return this.error('payload_too_large', frame.ref);
-    const message = await this.ctx.messages.publish(topic.ref, this.identity.userId, dataJson);
+    const deps = { messages: this.ctx.messages, acceptingPublishes: this.ctx.acceptingPublishes ?? ALWAYS };
+    const verdict = await applyPublishRule(deps, { ref: topic.ref, userId: this.identity.userId, data: frame.data, idempotencyKey: frame.idempotencyKey });
+    if (!verdict.ok) return this.error(verdict.refusal === 'malformed' ? 'invalid_frame' : verdict.refusal, frame.ref);
     this.ctx.metrics.messagesIn.inc({ source: 'ws' });
-    this.send(replyFrame({ type: 'published', topic: name, id: message.id }, frame.ref));
+    this.send(replyFrame({ type: 'published', topic: name, id: verdict.message.id }, frame.ref));
   }
 
-  private async subscribe(name: string, ref: Subscription['ref'], after: string | undefined, frameRef: Ref | undefined): Promise<void> {
+  /**
+   * `subscribed` carries the channel's epoch and, with `after`, whether
+   * everything after it could be recovered; it precedes every replayed message.
+   */
+  private async subscribe(name: string, ref: Subscription['ref'], after: string | undefined, epoch: string | undefined, frameRef: Ref | undefined): Promise<void> {
     const subscriptions = (this.subscriptions ??= new Map());
-    if (subscriptions.has(name)) return this.send(replyFrame({ type: 'subscribed', topic: name }, frameRef));
+    if (subscriptions.has(name)) {
+      // Already live: no replay, so nothing to recover.
+      const current = await this.ctx.messages.epoch(ref);
+      return this.send(replyFrame({ type: 'subscribed', topic: name, epoch: current }, frameRef));
+    }
     if (subscriptions.size >= this.ctx.maxSubscriptions) return this.error('too_many_subscriptions', frameRef);
     const sub = new Subscription(name, ref, this);
     subscriptions.set(name, sub);
     try {
       await this.ctx.hub.join(name, ref, sub);
       if (sub.cancelled) return;
-      this.send(replyFrame({ type: 'subscribed', topic: name }, frameRef));
-      if (after !== undefined) this.ctx.metrics.messagesOut.inc(await sub.replay(this.ctx.messages, after));
+      if (after === undefined) {
+        const current = await this.ctx.messages.epoch(ref);
+        if (sub.cancelled) return;
+        this.send(replyFrame({ type: 'subscribed', topic: name, epoch: current }, frameRef));
+      } else {
+        const replayed = await sub.replay(this.ctx.messages, after, epoch, (first) => {
+          this.send(replyFrame({ type: 'subscribed', topic: name, epoch: first.epoch, ...first.recovery }, frameRef));
+        });
+        this.ctx.metrics.messagesOut.inc(replayed);
+      }
       sub.goLive();
     } catch (err) {
       // Without its history the subscription would have a gap: take it back.

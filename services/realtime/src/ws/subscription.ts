@@ -1,6 +1,6 @@
 import { parseMessageId } from '../messaging/message-id';
 import { isAfter, messageFrame, type ChannelRef, type Message } from '../messaging/message';
-import type { MessageBus } from '../messaging/message-bus';
+import type { HistoryPage, MessageBus } from '../messaging/message-bus';
 import type { TopicSubscriber } from '../realtime/topic-hub';
 
 const REPLAY_PAGE = 500;
@@ -36,20 +36,23 @@ export class Subscription implements TopicSubscriber {
   }
 
   /**
-   * Sends every retained message after `after`, then switches to live.
-   * Call only after the live subscription is in place. Returns how many
-   * messages it replayed.
+   * Sends every retained message after `after`; call only after the live
+   * subscription is in place. The first page (with the epoch and whether
+   * recovery is complete) goes to `announce` before any message is sent.
+   * Returns how many messages it replayed.
    */
-  async replay(messages: MessageBus, after: string): Promise<number> {
+  async replay(messages: MessageBus, after: string, epoch: string | undefined, announce: (first: HistoryPage) => void): Promise<number> {
     // The client has everything up to `after`: a live copy of such a message is not sent either.
     const start = parseMessageId(after)!;
     this.lastMs = start.ms;
     this.lastSeq = start.seq;
     let cursor = after;
     let sent = 0;
-    for (;;) {
-      const page = await messages.history(this.ref, { after: cursor, limit: REPLAY_PAGE });
+    for (let first = true; ; first = false) {
+      const read = await messages.history(this.ref, { after: cursor, limit: REPLAY_PAGE, ...(first && epoch !== undefined && { epoch }) });
       if (this.cancelled) return sent;
+      if (first) announce(read);
+      const page = read.messages;
       for (const m of page) this.send(m, messageFrame(this.topic, m));
       sent += page.length;
       if (page.length < REPLAY_PAGE) return sent;

@@ -1,0 +1,73 @@
+/**
+ * The Redis driver's Lua scripts. Keys of one channel share the stream's
+ * name as their stem (`…ch:<tenant>:<channel>`, `…/meta`, `…/idem/<key>`;
+ * '/' occurs in no channel name or key), so they live and expire together.
+ */
+
+/**
+ * One atomic step per publish: the idempotency key is checked, the id
+ * assigned, the entry trimmed, the channel's idle clock reset and the message
+ * published, with no other publish in between. So pub/sub delivery order
+ * equals id order everywhere, and a retry with a known key stores nothing.
+ *
+ * KEYS: stream, meta, [idempotency key]
+ * ARGV: maxlen, user id, data JSON, ttl s, live channel, new epoch, window ms
+ * Returns {id, 0} for a new message, {id, 1, fields?} for a known key.
+ */
+export const PUBLISH_SCRIPT = `
+if KEYS[3] then
+  local prev = redis.call('GET', KEYS[3])
+  if prev then
+    local e = redis.call('XRANGE', KEYS[1], prev, prev)
+    if e[1] then return {prev, 1, e[1][2]} end
+    return {prev, 1}
+  end
+end
+local fresh = redis.call('EXISTS', KEYS[1]) == 0
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'u', ARGV[2], 'd', ARGV[3])
+if fresh then
+  -- A new stream (first publish, idle expiry, or lost with the store): a new epoch begins here.
+  redis.call('HSET', KEYS[2], 'e', ARGV[6], 's', id)
+elseif redis.call('EXISTS', KEYS[2]) == 0 then
+  -- A stream from before epochs: where it began is unknown.
+  redis.call('HSET', KEYS[2], 'e', ARGV[6], 's', '0-0')
+end
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+if KEYS[3] then redis.call('SET', KEYS[3], id, 'NX', 'PX', ARGV[7]) end
+redis.call('PUBLISH', ARGV[5], id .. '\\n' .. ARGV[2] .. '\\n' .. ARGV[3])
+return {id, 0}
+`;
+
+/**
+ * A history read with what recovery needs, in one consistent step. XINFO
+ * runs only when a position is given (recovery), never on publish.
+ *
+ * KEYS: stream, meta
+ * ARGV: after ('' for the latest), limit (0: the epoch only)
+ * Returns {0, time s, time µs} without a stream, else {1, time s, time µs,
+ * epoch|nil, since|nil, max-deleted-entry-id, first retained id|nil, entries}.
+ * Trimming does not move max-deleted-entry-id (only XDEL does): when fewer
+ * entries remain than were ever added, the first retained entry marks where
+ * trimming stopped.
+ */
+export const READ_SCRIPT = `
+local now = redis.call('TIME')
+if redis.call('EXISTS', KEYS[1]) == 0 then return {0, now[1], now[2]} end
+local meta = redis.call('HMGET', KEYS[2], 'e', 's')
+local limit = tonumber(ARGV[2])
+local entries = {}
+local maxDeleted = '0-0'
+local trimmedTo = false
+if ARGV[1] == '' then
+  if limit > 0 then entries = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', limit) end
+else
+  local info = redis.call('XINFO', 'STREAM', KEYS[1])
+  local f = {}
+  for i = 1, #info, 2 do f[info[i]] = info[i + 1] end
+  maxDeleted = f['max-deleted-entry-id']
+  if f['entries-added'] > f['length'] then trimmedTo = f['recorded-first-entry-id'] end
+  if limit > 0 then entries = redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', limit) end
+end
+return {1, now[1], now[2], meta[1], meta[2], maxDeleted, trimmedTo, entries}
+`;
