@@ -204,7 +204,7 @@ function lock(dir: string): void {
   }
   const holder = Number(readFileSync(path, 'utf8'));
   if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && alive(holder)) {
-    throw new Error(`history directory ${dir} is in use by process ${holder}`);
+    throw new Error(`history directory ${dir} is in use by process ${holder} (if that is not a realtime process, remove ${path})`);
   }
   writeFileSync(path, String(process.pid));
 }
