@@ -30,7 +30,7 @@ describe('faults: a service process is SIGKILLed', () => {
         await stack.kill('registry');
         stack.resume('realtime2');
         timing = `registry killed ${Date.now() - committedAt} ms after the commit${answeredBeforeKill ? ', but the call had already answered' : ''}`;
-        return pending;
+        return { ...(await pending), committed: true };
       },
       heal: () => stack.restart('registry'),
       history: 'recovered',

@@ -17,6 +17,7 @@ describe('faults: Redis killed, restarted, frozen', () => {
       op: 'disable',
       inject: () => stack.redis.kill(),
       heal: () => stack.redis.start({ persistent: false }),
+      minFaultMs: 3000,
       history: 'lost',
     });
   });
@@ -32,6 +33,7 @@ describe('faults: Redis killed, restarted, frozen', () => {
       op: 'revoke_all',
       inject: () => stack.redis.kill(),
       heal: () => stack.redis.start({ persistent: true }),
+      minFaultMs: 3000,
       history: 'recovered',
     });
   });
@@ -43,6 +45,8 @@ describe('faults: Redis killed, restarted, frozen', () => {
       op: 'disable',
       inject: async () => stack.redis.freeze(),
       heal: async () => stack.redis.resume(),
+      // Frozen past the lease: the services must neither hang for good nor acknowledge what they cannot store.
+      minFaultMs: 4000,
       // Nothing is lost while a server is stopped; "either" would hide an unneeded history_lost.
       history: 'recovered',
     });

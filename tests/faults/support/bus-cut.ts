@@ -80,7 +80,7 @@ export function holdBusCut(stack: FaultStack, service: ServiceName, maxMs = 10_0
   let cuts = 0;
   const deadline = Date.now() + maxMs;
   const loop = (async () => {
-    while (!stopped && Date.now() < deadline) {
+    for (let i = 0; i < 2000 && !stopped && Date.now() < deadline; i++) {
       cuts += await cutBus(stack, service).catch(() => 0);
       await new Promise((r) => setTimeout(r, 5));
     }

@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import type { AdminResult } from './fault-stack';
-import { acceptedNow, committedVersion, expectRevocationHonoured, expectTrafficResumes, type InForce, type Tenant, Traffic, watchInForce } from './probes';
+import { acceptedNow, committedVersion, expectRevocationHonoured, expectTrafficResumes, type InForce, sleepUntil, type Tenant, Traffic, watchInForce } from './probes';
 import { report, type FaultSuite } from './suite';
 
 export type RevokingOp = 'disable' | 'revoke_all';
@@ -13,8 +13,14 @@ export interface RevocationFault {
   op: RevokingOp;
   /** Breaks something just before the admin call. */
   inject(): Promise<void>;
-  /** Makes the admin call; the default sends it to the registry and awaits the answer. */
-  call?(path: string): Promise<AdminResult>;
+  /**
+   * Makes the admin call; the default sends it to the registry and awaits
+   * the answer. `committed: true` when the call saw the change committed
+   * (PostgreSQL may not be there to ask afterwards).
+   */
+  call?(path: string): Promise<AdminResult & { committed?: boolean }>;
+  /** The fault lasts at least this long from inject() (e.g. past the lease), however quick the answer. */
+  minFaultMs?: number;
   /** Runs once the answer (or its failure) is in, before the rule is checked (e.g. lift a held cut). */
   afterAnswer?(): Promise<void>;
   /** Heals the fault (after the rule is checked: a non-2xx is judged while the fault lasts). */
@@ -57,13 +63,15 @@ export async function revocationUnderFault(suite: FaultSuite, f: RevocationFault
     }
   };
 
+  const injectedAt = Date.now();
   await f.inject();
   const watched = f.liveLostTo === undefined ? live : live.filter((_, i) => i !== f.liveLostTo);
   const watch = watchInForce(stack, t, used, watched);
   const path = opPath(f.op, t.id);
-  const r = f.call ? await f.call(path) : await stack.admin('POST', path);
+  const r: AdminResult & { committed?: boolean } = f.call ? await f.call(path) : await stack.admin('POST', path);
   if (f.afterAnswer) await f.afterAnswer();
-  const rule = await phase('answer', () => expectRevocationHonoured(stack, t, r, used, watched, versionBefore));
+  const rule = await phase('answer', () => expectRevocationHonoured(stack, t, r, used, watched, versionBefore, r.committed));
+  if (f.minFaultMs) await sleepUntil(injectedAt + f.minFaultMs);
   await phase('heal', () => f.heal({ t, used }));
   const inForce: InForce = await watch.result();
   await traffic.stop();
