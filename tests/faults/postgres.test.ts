@@ -40,17 +40,18 @@ describe('faults: PostgreSQL stopped and started', () => {
     const rule = await expectRevocationHonoured(stack, t, r, used, live, versionBefore);
     const inForce = await watch.result();
     const rec = [await traffic.reconnect(0), await traffic.reconnect(1)];
+    const rest = await traffic.restReplay();
     closeSockets();
 
     const statuses = Object.entries(calls).map(([k, v]) => `${k} ${v.status} ${v.text}`).join(', ');
-    report('postgres stopped ... started', 'disable after restart', r, inForce, `${rule}; during outage: ${statuses}; bystander /me ${bystanderDuringOutage}; traffic ${traffic.summary()}; resumed ${resumeMs} ms, admin back ${adminBackMs} ms after start; reconnect ${rec.map((x) => String(x.recovered)).join('/')}`);
+    report('postgres stopped ... started', 'disable after restart', r, inForce, `${rule}; during outage: ${statuses}; bystander /me ${bystanderDuringOutage}; traffic ${traffic.summary()}; resumed ${resumeMs} ms, admin back ${adminBackMs} ms after start; reconnect ws ${rec.map((x) => String(x.recovered)).join('/')} rest ${String(rest.recovered)}`);
 
     for (const [name, c] of Object.entries(calls)) {
       expect([name, c.status, c.body], `${name} while PostgreSQL is down`).toEqual([name, 503, { errors: ['unavailable'] }]);
     }
     expect(r.status, r.text).toBe(200);
     expect(inForce.ms).toBeDefined();
-    expect(rec.map((x) => x.recovered)).toEqual([true, true]);
+    expect([...rec.map((x) => x.recovered), rest.recovered]).toEqual([true, true, true]);
   });
 
   it('PostgreSQL stopped after a revoke_all committed, before it was confirmed: never a 500; once the lease has passed nothing of the tenant is accepted; after PostgreSQL starts the change is in force everywhere', async () => {

@@ -148,7 +148,7 @@ export async function wsPublish(sock: TestSocket, topic: string, data: unknown, 
 /** Subscribes; resolves with the `subscribed` frame, or the error frame. */
 export async function subscribe(sock: TestSocket, topic: string, after?: string, epoch?: unknown, timeoutMs = 10_000): Promise<Frame> {
   const ref = `s${++refs}`;
-  sock.send({ type: 'subscribe', topic, ref, ...(after !== undefined ? { after } : {}), ...(epoch !== undefined ? { epoch } : {}) });
+  sock.send({ type: 'subscribe', topic, ref, ...(after !== undefined ? { after } : {}), ...(typeof epoch === 'string' && epoch !== '' ? { epoch } : {}) });
   return sock.next((f) => f.ref === ref && (f.type === 'subscribed' || f.type === 'error'), timeoutMs);
 }
 
@@ -447,6 +447,39 @@ export class Traffic {
     return `${this.acked.length} acked${f ? `, refused/failed: ${f}` : ''}`;
   }
 
+  /**
+   * The same question over REST (gateway → realtime1): history with `after` =
+   * the anchor (and the epoch), paged, must hold every acknowledged message
+   * unless the first page says `recovered: false`.
+   */
+  async restReplay(): Promise<RestReplay> {
+    const token = await this.t.token();
+    const epoch = typeof this.epoch === 'string' && this.epoch !== '' ? `&epoch=${encodeURIComponent(this.epoch)}` : '';
+    const ids: string[] = [];
+    const ns: number[] = [];
+    let after = this.anchor;
+    let first: { recovered?: boolean; reason?: unknown } | undefined;
+    const want = new Set(this.acked);
+    for (let page = 0; page < 100 && want.size > 0; page++) {
+      const res = await fetch(`${this.stack.gatewayUrl}/api/v1/channels/${this.channel}/messages?after=${after}&limit=100${epoch}`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000) });
+      expect(res.status, 'REST history answers').toBe(200);
+      const body = (await res.json()) as { messages: Array<{ id: string; data: { n: number } }>; recovered?: boolean; reason?: unknown };
+      first ??= body;
+      if (body.recovered === false || body.messages.length === 0) break;
+      for (const m of body.messages) {
+        ids.push(m.id);
+        ns.push(m.data.n);
+        want.delete(m.id);
+      }
+      after = body.messages[body.messages.length - 1]!.id;
+    }
+    if (first?.recovered === false) return { recovered: false, reason: first.reason, ids };
+    expect([...want], `acknowledged messages missing from REST history (recovered: ${String(first?.recovered)})`).toEqual([]);
+    expect(isIncreasing(ids), 'REST history ids increase').toBe(true);
+    expect(ns.filter((n, i) => ns.indexOf(n) !== i), 'no publish stored twice in REST history').toEqual([]);
+    return { recovered: first?.recovered, reason: first?.reason, ids };
+  }
+
   /** Ids each surviving subscriber received were strictly increasing (no duplicate, no step back). */
   subscribersInOrder(): boolean {
     return this.subs.every((s) => isIncreasing(s.frames.filter((f) => f.type === 'message').map((f) => f.id as string)));
@@ -481,6 +514,13 @@ export class Traffic {
     expect(ns.filter((n, i) => ns.indexOf(n) !== i), 'no publish stored twice (retries carry the same idempotency key)').toEqual([]);
     return { recovered: true, reason: f.reason, replayed: seen.length };
   }
+}
+
+/** What the REST history answers to `after`: the first page's recovery flags and every id read. */
+export interface RestReplay {
+  recovered: boolean | undefined;
+  reason?: unknown;
+  ids: string[];
 }
 
 /** No secret, credential or token of the run reached any process's output. */

@@ -88,9 +88,12 @@ export async function revocationUnderFault(suite: FaultSuite, f: RevocationFault
   });
   await phase('reconnect', async () => {
     const rec = [await traffic.reconnect(0), await traffic.reconnect(1)];
-    recovered = rec.map((x) => (x.recovered ? `true(${x.replayed})` : `false(${String(x.reason)})`)).join('/');
-    if (f.history === 'recovered') expect(rec.map((x) => x.recovered), 'nothing was lost, so the reconnect recovers').toEqual([true, true]);
-    if (f.history === 'lost') expect(rec.map((x) => [x.recovered, x.reason]), 'history was lost, and the client is told').toEqual([[false, 'history_lost'], [false, 'history_lost']]);
+    const rest = await traffic.restReplay();
+    recovered = [...rec.map((x) => (x.recovered ? `ws true(${x.replayed})` : `ws false(${String(x.reason)})`)), rest.recovered === false ? `rest false(${String(rest.reason)})` : `rest ${String(rest.recovered)}(${rest.ids.length})`].join('/');
+    if (f.history === 'recovered') expect([...rec.map((x) => x.recovered), rest.recovered], 'nothing was lost, so WS and REST recover').toEqual([true, true, true]);
+    if (f.history === 'lost') {
+      expect([...rec.map((x) => [x.recovered, x.reason]), [rest.recovered, rest.reason]], 'history was lost, and WS and REST clients are told').toEqual([[false, 'history_lost'], [false, 'history_lost'], [false, 'history_lost']]);
+    }
     expect(traffic.subscribersInOrder(), 'subscribers that stayed saw increasing ids only').toBe(true);
   });
   await phase('repeat', async () => {
