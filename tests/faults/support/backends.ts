@@ -13,6 +13,34 @@ import { freePort, ManagedProcess } from '../../support/processes';
  * every process is stopped by its own PID.
  */
 
+/**
+ * Every process this suite started. If the test worker exits without its
+ * afterAll (a hook timeout, a crash), this last-resort handler still SIGKILLs
+ * them by PID, so no Redis, PostgreSQL or service outlives the run.
+ */
+const started = new Set<ManagedProcess>();
+let exitHookInstalled = false;
+
+export function track(p: ManagedProcess): ManagedProcess {
+  started.add(p);
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.once('exit', () => {
+      for (const proc of started) {
+        const pid = proc.pid;
+        if (pid === undefined) continue;
+        try {
+          process.kill(pid, 'SIGCONT');
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    });
+  }
+  return p;
+}
+
 function run(cmd: string, args: string[], opts: { uid?: number; gid?: number } = {}, timeoutMs = 30_000): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(cmd, args, { ...opts, timeout: timeoutMs, env: { PATH: process.env.PATH ?? '', LC_ALL: 'C' } }, (err, stdout, stderr) => {
@@ -69,7 +97,7 @@ export class PrivateRedis {
     const args = ['--port', `${this.port}`, '--bind', '127.0.0.1', '--save', '', '--dir', this.dir, '--protected-mode', 'no'];
     if (mode.persistent) args.push('--appendonly', 'yes', '--appendfsync', 'always');
     else args.push('--appendonly', 'no');
-    this.proc = new ManagedProcess('redis', 'redis-server', args, {});
+    this.proc = track(new ManagedProcess('redis', 'redis-server', args, {}));
     this.proc.start();
     await this.proc.waitForOutput('Ready to accept connections', 15_000);
     this.frozen = false;
@@ -172,7 +200,7 @@ export class PrivatePostgres {
       '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
       '-c', 'max_connections=100', '-c', 'shared_buffers=16MB',
     ];
-    this.proc = new ManagedProcess('postgres', postgresBin('postgres'), args, { LC_ALL: 'C' }, { ...(this.user ?? {}), cwd: this.dir });
+    this.proc = track(new ManagedProcess('postgres', postgresBin('postgres'), args, { LC_ALL: 'C' }, { ...(this.user ?? {}), cwd: this.dir }));
     this.proc.start();
     await this.proc.waitForOutput('database system is ready to accept connections', 30_000);
   }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { freePort, ManagedProcess, waitForHttp } from '../../support/processes';
-import { PrivatePostgres, PrivateRedis, type RedisMode } from './backends';
+import { PrivatePostgres, PrivateRedis, track, type RedisMode } from './backends';
 
 export const SERVICES = ['registry', 'verifier1', 'verifier2', 'realtime1', 'realtime2', 'gateway'] as const;
 export type ServiceName = (typeof SERVICES)[number];
@@ -88,7 +88,7 @@ export class FaultStack {
     };
     const consumer = { REGISTRY_GRPC_ADDR: registryGrpc, TENANT_LEASE_MS: `${this.leaseMs}` };
     const add = (name: ServiceName, service: string, env: Record<string, string>, httpPort: number) => {
-      this.services[name] = new ManagedProcess(name, process.execPath, ['--import', 'tsx', `services/${service}/src/main.ts`], { ...common, ...env });
+      this.services[name] = track(new ManagedProcess(name, process.execPath, ['--import', 'tsx', `services/${service}/src/main.ts`], { ...common, ...env }));
       this.health[name] = `http://127.0.0.1:${httpPort}/healthz`;
       this.ready[name] = `http://127.0.0.1:${httpPort}/readyz`;
     };
