@@ -59,11 +59,12 @@ export async function startStack(): Promise<Stack> {
     add(`verifier${i + 1}`, 'auth-verifier', { VERIFIER_GRPC_PORT: `${ports.verifierGrpc[i]}`, VERIFIER_HTTP_PORT: `${ports.verifierHttp[i]}`, REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}` }, `http://127.0.0.1:${ports.verifierHttp[i]}/healthz`);
   }
   for (const i of [0, 1]) {
-    add(`realtime${i + 1}`, 'realtime', { REALTIME_PORT: `${ports.realtime[i]}`, VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[i]}` }, `http://127.0.0.1:${ports.realtime[i]}/healthz`);
+    add(`realtime${i + 1}`, 'realtime', { REALTIME_PORT: `${ports.realtime[i]}`, VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[i]}`, REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}` }, `http://127.0.0.1:${ports.realtime[i]}/healthz`);
   }
   add('gateway', 'edge-gateway', {
     GATEWAY_PORT: `${ports.gateway}`,
     VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[0]}`,
+    REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}`,
     REGISTRY_URL: `http://127.0.0.1:${ports.registryHttp}`,
     REALTIME_URL: `http://127.0.0.1:${ports.realtime[0]}`,
   }, `http://127.0.0.1:${ports.gateway}/healthz`);

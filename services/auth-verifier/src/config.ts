@@ -1,11 +1,12 @@
 import { hkdfSync } from 'node:crypto';
-import { DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type RedisSettings } from '@service-relay/core';
+import { DEFAULT_PORTS, EnvReader, readRedisSettings, readTenantFeedConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig } from '@service-relay/core';
 
 export interface VerifierConfig {
   grpcPort: number;
   httpPort: number;
   /** host:port of the tenant-registry's KeyService. */
   registryAddr: string;
+  tenantFeed: TenantFeedConfig;
   internalToken: string;
   /**
    * AES-256-GCM key for the shared (Redis) key cache, derived from SECRETS_KEY.
@@ -31,11 +32,13 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Ve
   requireRedisWhenAlone(redis, opts.standalone);
   // SECRETS_KEY only protects entries written to Redis; in one process without
   // Redis it is not needed, but a value that is set must still be well formed.
+  const tenantFeed = readTenantFeedConfig(r);
   const secretsKey = redis.url !== undefined || r.raw('SECRETS_KEY') !== undefined ? r.secretsKey() : undefined;
   return Object.freeze({
     grpcPort: r.port('VERIFIER_GRPC_PORT', DEFAULT_PORTS.VERIFIER_GRPC_PORT),
     httpPort: r.port('VERIFIER_HTTP_PORT', DEFAULT_PORTS.VERIFIER_HTTP_PORT),
-    registryAddr: r.address('REGISTRY_GRPC_ADDR', `127.0.0.1:${DEFAULT_PORTS.REGISTRY_GRPC_PORT}`),
+    registryAddr: tenantFeed.registryAddr,
+    tenantFeed: Object.freeze(tenantFeed),
     internalToken: r.credential('INTERNAL_TOKEN'),
     cacheKey: secretsKey ? deriveCacheKey(secretsKey) : undefined,
     redis: Object.freeze({ ...redis }),

@@ -15,7 +15,7 @@ import {
   type Service,
 } from '@service-relay/core';
 import { bindServer, HealthService, serviceDefinition, stopServer, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
-import { createTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
+import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeed } from '@service-relay/tenant-events';
 import type { VerifierConfig } from './config';
 import { tokenVerifierHandlers } from './grpc-handlers';
 import { CachingKeySource } from './keys/caching-key-source';
@@ -48,9 +48,11 @@ export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDep
   const clock = deps.clock ?? systemClock;
   const ownBus = deps.bus === undefined;
   const bus = deps.bus ?? createTenantEventBus(config.redis, logger);
+  const feed = createTenantFeed({ kind: 'auth-verifier', registryAddr: config.tenantFeed.registryAddr, internalToken: config.internalToken, leaseMs: config.tenantFeed.leaseMs, bus, clock, logger });
   const registry = createMetricsRegistry('auth-verifier');
+  feed.addMetrics(registry, 'relay_verifier');
   const metrics = createVerifierMetrics(registry);
-  const keySource = deps.keySource ?? defaultKeySource(config, bus, clock, logger, metrics.keys);
+  const keySource = deps.keySource ?? defaultKeySource(config, feed, clock, logger, metrics.keys);
   const verifier = new TokenVerifier({ keySource, clock, maxLifetimeS: config.maxTokenLifetimeS, logger, observer: metrics.verification });
 
   // Callers hold one VerifyStream open for a long time and keep it alive with
@@ -62,6 +64,8 @@ export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDep
 
   const readiness = async () => {
     const [keys, busReady] = await Promise.all([keySource.readiness(), config.redis.url ? bus.ready() : Promise.resolve(true)]);
+    // The tenant feed's state is in /metrics, not here: without it the
+    // verifier still answers correctly (from the registry, or fails closed).
     return config.redis.url ? { ...keys, bus: busReady } : keys;
   };
   const http: HttpServer = createHttpServer((req, res) => {
@@ -79,9 +83,9 @@ export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDep
     },
     async start() {
       await keySource.start();
-      // Until the bus is subscribed the key source trusts no cache anyway
-      // (isConnected() is false), so a slow bus delays nothing but caching.
-      await withTimeout(bus.ready(), 5000).catch(() => logger.warn('tenant event bus not ready yet; verifying against the registry until it is'));
+      // Until the feed is current the key source trusts no cache, so a slow
+      // registry or bus delays nothing but caching.
+      await Promise.all([feed.start(), withTimeout(bus.ready(), 5000).catch(() => logger.warn('tenant event bus not ready yet; polling the tenant feed until it is'))]);
       grpcPort = await bindServer(grpcServer, `0.0.0.0:${config.grpcPort}`);
       httpPort = await listen(http, config.httpPort);
       logger.info({ grpc_port: grpcPort, http_port: httpPort, registry: config.registryAddr }, 'auth-verifier listening');
@@ -92,12 +96,13 @@ export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDep
       await stopServer(grpcServer);
       await closeServer(http);
       await keySource.close();
+      feed.close();
       if (ownBus) await bus.close();
     },
   };
 }
 
-function defaultKeySource(config: Readonly<VerifierConfig>, bus: TenantEventBus, clock: Clock, logger: Logger, observer: KeySourceObserver): KeySource {
+function defaultKeySource(config: Readonly<VerifierConfig>, feed: TenantFeed, clock: Clock, logger: Logger, observer: KeySourceObserver): KeySource {
   const ttlMs = config.keyCacheTtlS * 1000;
   let shared: RedisKeyCache | undefined;
   if (config.redis.url) {
@@ -113,7 +118,7 @@ function defaultKeySource(config: Readonly<VerifierConfig>, bus: TenantEventBus,
   return new CachingKeySource({
     fetcher: new RegistryKeyClient({ address: config.registryAddr, internalToken: config.internalToken, deadlineMs: REGISTRY_DEADLINE_MS, logger }),
     shared,
-    bus,
+    feed,
     clock,
     logger,
     ttlMs,

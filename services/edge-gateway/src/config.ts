@@ -1,9 +1,11 @@
-import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type RedisSettings } from '@service-relay/core';
+import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, readTenantFeedConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig } from '@service-relay/core';
 
 export interface GatewayConfig {
   port: number;
   verifierAddr: string;
   registryUrl: string;
+  /** The registry's gRPC address and the lease of the tenant feed. */
+  tenantFeed: TenantFeedConfig;
   realtimeUrl: string;
   internalToken: string;
   redis: RedisSettings;
@@ -37,6 +39,7 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Gate
   const config: GatewayConfig = {
     port: r.port('GATEWAY_PORT', DEFAULT_PORTS.GATEWAY_PORT),
     verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),
+    tenantFeed: Object.freeze(readTenantFeedConfig(r)),
     registryUrl: stripSlash(r.url('REGISTRY_URL', ['http:', 'https:'], `http://127.0.0.1:${DEFAULT_PORTS.REGISTRY_HTTP_PORT}`)),
     realtimeUrl: stripSlash(r.url('REALTIME_URL', ['http:', 'https:'], `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`)),
     internalToken: r.credential('INTERNAL_TOKEN'),

@@ -1,6 +1,6 @@
 import { createServer as createHttpServer } from 'node:http';
 import { closeServer, createLogger, createRedis, listen, systemClock, withTimeout, type Clock, type Logger, type Redis } from '@service-relay/core';
-import { createTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
+import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
 import { Authenticator } from './auth/authenticator';
 import { VerificationCache } from './auth/verification-cache';
@@ -14,6 +14,8 @@ import { createRateLimiter } from './rate-limit/rate-limiter';
 export interface GatewayDeps {
   /** The launcher's shared bus; the gateway then leaves closing it to the launcher. */
   bus?: TenantEventBus;
+  /** Tests inject a ManualTenantFeed; otherwise the gateway pulls from the registry. */
+  feed?: TenantFeedHandle;
   logger?: Logger;
   verifier?: VerifierClient;
   clock?: Clock;
@@ -34,6 +36,7 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
   const logger = deps.logger ?? createLogger({ service: 'edge-gateway', level: config.logLevel });
   const clock = deps.clock ?? systemClock;
   const bus = deps.bus ?? createTenantEventBus(config.redis, logger);
+  const feed = deps.feed ?? createTenantFeed({ kind: 'edge-gateway', registryAddr: config.tenantFeed.registryAddr, internalToken: config.internalToken, leaseMs: config.tenantFeed.leaseMs, bus, clock, logger });
   const verifier = deps.verifier ?? createVerifierClient({ address: config.verifierAddr, deadlineMs: config.verifyDeadlineMs, logger });
   const redis: Redis | undefined = config.redis.url
     ? // A slow Redis must not hold host fetches: past the deadline the in-process limiter decides.
@@ -42,8 +45,9 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
   redis?.on('error', (err: Error) => logger.debug({ err: err.message }, 'rate limiter redis error'));
 
   const metrics = createGatewayMetrics();
+  feed.addMetrics(metrics.registry, 'relay_gateway');
   const cache = new VerificationCache({ ttlMs: config.authCacheTtlS * 1000, maxEntries: AUTH_CACHE_MAX_ENTRIES, clock });
-  const authenticator = new Authenticator({ verifier, cache, bus, logger, observer: metrics.auth });
+  const authenticator = new Authenticator({ verifier, cache, feed, logger, observer: metrics.auth });
   const rateLimiter = createRateLimiter({ limit: config.hostFetchRateLimit, windowMs: HOST_FETCH_WINDOW_MS, clock, logger, redis, prefix: config.redis.prefix });
   const agent = createUpstreamAgent();
   const app = createApp({
@@ -63,8 +67,8 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
       return port;
     },
     async start() {
-      // Not fatal: until the bus is subscribed the cache is simply not trusted.
-      await withTimeout(bus.ready(), 3000).catch(() => logger.warn('tenant event bus not ready at start; verifying every token until it is'));
+      // Not fatal: until the feed is current the cache is simply not trusted.
+      await Promise.all([feed.start(), withTimeout(bus.ready(), 3000).catch(() => logger.warn('tenant event bus not ready at start; polling the tenant feed until it is'))]);
       // Connect the verifier channel now so the first request does not pay for it
       // (and cannot miss its deadline doing so); not fatal, checks fail closed until it is up.
       if (!(await verifier.ready())) logger.warn({ verifier: config.verifierAddr }, 'verifier not reachable at start');
@@ -75,6 +79,7 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
       await closeServer(server);
       agent.destroy();
       authenticator.close();
+      if (!deps.feed) feed.close();
       if (!deps.verifier) verifier.close();
       if (!deps.bus) await bus.close();
       redis?.disconnect();

@@ -10,6 +10,7 @@ describe('loadConfig', () => {
     expect(loadConfig(base, { standalone: false })).toEqual({
       port: 8081,
       verifierAddr: '127.0.0.1:50051',
+      tenantFeed: { registryAddr: '127.0.0.1:50052', leaseMs: 2000 },
       internalToken: base.INTERNAL_TOKEN,
       redis: { url: undefined, prefix: 'relay:' },
       verifyDeadlineMs: 2000,
@@ -29,6 +30,8 @@ describe('loadConfig', () => {
     [{ INTERNAL_TOKEN: 'short' }, 'INTERNAL_TOKEN'],
     [{ REALTIME_PORT: 'http' }, 'REALTIME_PORT'],
     [{ VERIFIER_ADDR: 'nohost' }, 'VERIFIER_ADDR'],
+    [{ REGISTRY_GRPC_ADDR: 'nohost' }, 'REGISTRY_GRPC_ADDR'],
+    [{ TENANT_LEASE_MS: '50' }, 'TENANT_LEASE_MS'],
     [{ MAX_SUBSCRIPTIONS: '0' }, 'MAX_SUBSCRIPTIONS'],
     [{ MAX_FRAME_BYTES: '1024' }, 'MAX_FRAME_BYTES'],
     [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],

@@ -1,9 +1,11 @@
 import { join, resolve } from 'node:path';
-import { DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type RedisSettings } from '@service-relay/core';
+import { DEFAULT_PORTS, EnvReader, readRedisSettings, readTenantFeedConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig } from '@service-relay/core';
 
 export interface RealtimeConfig {
   port: number;
   verifierAddr: string;
+  /** The registry's gRPC address and the lease of the tenant feed. */
+  tenantFeed: TenantFeedConfig;
   internalToken: string;
   redis: RedisSettings;
   verifyDeadlineMs: number;
@@ -26,6 +28,7 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
   return Object.freeze({
     port: r.port('REALTIME_PORT', DEFAULT_PORTS.REALTIME_PORT),
     verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),
+    tenantFeed: Object.freeze(readTenantFeedConfig(r)),
     internalToken: r.credential('INTERNAL_TOKEN'),
     redis: Object.freeze(redis),
     verifyDeadlineMs: r.int('VERIFY_DEADLINE_MS', 2000, 10, 60_000),

@@ -1,6 +1,6 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { closeServer, createLogger, errorBody, handleOps, listen, withTimeout, type Clock, type Logger } from '@service-relay/core';
-import { createTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
+import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { RealtimeConfig } from './config';
@@ -22,6 +22,8 @@ import { createUpgradeHandler } from './ws/upgrade-handler';
 export interface RealtimeDeps {
   /** Tenant events; the launcher shares one bus across services. */
   bus?: TenantEventBus;
+  /** Tests inject a ManualTenantFeed; otherwise realtime pulls from the registry. */
+  feed?: TenantFeedHandle;
   /** Channels and history; defaults to Redis or in-process by REDIS_URL. */
   messages?: MessageBus;
   logger?: Logger;
@@ -48,6 +50,11 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const metrics = new RealtimeMetrics();
   const ownsBus = !deps.bus;
   const events = deps.bus ?? createTenantEventBus(config.redis, logger);
+  const ownsFeed = !deps.feed;
+  const feed =
+    deps.feed ?? createTenantFeed({ kind: 'realtime', registryAddr: config.tenantFeed.registryAddr, internalToken: config.internalToken, leaseMs: config.tenantFeed.leaseMs, bus: events, clock, logger });
+  feed.addMetrics(metrics.registry, 'relay_realtime');
+  const acceptingPublishes = () => feed.isCurrent();
   const ownsMessages = !deps.messages;
   const retention = { maxMessages: config.historyMaxMessages, ttlS: config.historyTtlS };
   const messages =
@@ -66,6 +73,9 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     logger,
     maxSubscriptions: config.maxSubscriptions,
     maxBufferedBytes: config.maxBufferedBytes,
+    // Nothing is acknowledged while this instance cannot prove it has every
+    // tenant change: a publish of a tenant revoked meanwhile must not count.
+    acceptingPublishes,
   };
 
   // ws closes a frame over maxPayload with 1009 itself; no compression keeps fan-out a plain write.
@@ -77,7 +87,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     ws.once('close', () => connections.delete(conn));
   };
 
-  const rest = createRestHandler({ internalToken: config.internalToken, messages, metrics, logger });
+  const rest = createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes });
   const readiness = async () => ({
     verifier: await verifier.ready(),
     messages: await messages.ready(),
@@ -105,11 +115,12 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       return port;
     },
     async start() {
-      unsubscribers.push(events.subscribe((e) => revocation.onEvent(e)));
-      unsubscribers.push(events.onReset(() => revocation.onReset()));
+      unsubscribers.push(feed.subscribe((e) => revocation.onEvent(e)));
+      unsubscribers.push(feed.onReset(() => revocation.onReset()));
       // Revocations must reach this instance from its first connection on; a
-      // bus that is down now is reported by /readyz.
-      await withTimeout(events.ready(), 5000).catch(() => logger.warn('tenant events not ready at start'));
+      // feed or bus that is not there yet is reported by /readyz, and until the
+      // feed is current no publish is acknowledged.
+      await Promise.all([feed.start(), withTimeout(events.ready(), 5000).catch(() => logger.warn('tenant event bus not ready at start; polling the tenant feed'))]);
       port = await listen(server, config.port);
       pinger = setInterval(() => {
         for (const c of connections) c.ping();
@@ -128,6 +139,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       await closing;
       if (ownsVerifier) verifier.close();
       if (ownsMessages) await messages.close();
+      if (ownsFeed) feed.close();
       if (ownsBus) await events.close();
     },
   };

@@ -1,7 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { createLogger } from '@service-relay/core';
-import { RedisTenantEventBus, type TenantEventKind } from '@service-relay/tenant-events';
+import type { TenantEventKind } from '@service-relay/tenant-events';
 import { deleteRedisPrefix, FakeVerifier, TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { compareMessageIds } from './messaging/message-id';
@@ -14,7 +13,6 @@ describe('realtime: two instances on one Redis', () => {
   const verifier = new FakeVerifier();
   const clock = new ManualScheduler(Date.now());
   const prefix = uniqueRedisPrefix('realtime');
-  const events = new RedisTenantEventBus(TEST_REDIS_URL, prefix, createLogger({ service: 'test', level: 'silent' }));
   let a: RealtimeInstance;
   let b: RealtimeInstance;
   const clients: WsTestClient[] = [];
@@ -40,7 +38,6 @@ describe('realtime: two instances on one Redis', () => {
   });
   afterAll(async () => {
     await Promise.all([a.stop(), b.stop()]);
-    await events.close();
     await verifier.stop();
     await deleteRedisPrefix(prefix);
   });
@@ -120,10 +117,15 @@ describe('realtime: two instances on one Redis', () => {
     expect(await refreshed.request({ type: 'subscribe', topic: topicFor(tenantId, 'x') })).toMatchObject({ type: 'subscribed' });
   });
 
-  describe('revocation through tenant events', () => {
+  describe('revocation through tenant changes', () => {
     let version = 0;
-    const publishEvent = (tenantId: string, kind: TenantEventKind, revoked: number[] = [], v = ++version) =>
-      events.publish({ tenant_id: tenantId, kind, version: v, revoked_key_versions: revoked });
+    // The tenant feed hands every instance the same change; it counts as
+    // applied once each instance's handlers ran.
+    const publishEvent = async (tenantId: string, kind: TenantEventKind, revoked: number[] = [], v = ++version) => {
+      const change = { tenant_id: tenantId, kind, version: v, revoked_key_versions: revoked };
+      await Promise.all([a.feed.push(change), b.feed.push(change)]);
+      return { acknowledged: 2 };
+    };
 
     /** Connections of a tenant on both instances: one per key version 1 and 2, plus another tenant's. */
     async function population() {
@@ -174,17 +176,33 @@ describe('realtime: two instances on one Redis', () => {
       expect(await c.request({ type: 'unsubscribe', topic: topicFor(tenantId, 'x') })).toMatchObject({ type: 'unsubscribed' });
     });
 
-    it('re-verifies a tenant\u2019s connections after a version gap and closes those that fail', async () => {
+    it('re-verifies every connection after a tenant feed reset and closes those that fail', async () => {
       const tenantId = randomUUID();
-      await publishEvent(tenantId, 'created', [], 1);
       const { c: kept } = await connect(a, { tenantId });
       const { c: dropped, token } = await connect(b, { tenantId });
       verifier.deny(token);
       const startedAt = Date.now();
-      await publishEvent(tenantId, 'enabled', [], 5);
+      await Promise.all([a.feed.reset(), b.feed.reset()]);
       expect((await dropped.closed).code).toBe(4401);
       expect(Date.now() - startedAt).toBeLessThan(1000);
       expect(await kept.request({ type: 'unsubscribe', topic: topicFor(tenantId, 'x') })).toMatchObject({ type: 'unsubscribed' });
+    });
+
+    it('acknowledges no publish, over WebSocket or REST, while the tenant feed is not current', async () => {
+      const { c, id } = await connect(a);
+      const topic = topicFor(id.tenantId, 'gated');
+      a.feed.setCurrent(false);
+      try {
+        expect(await c.request({ type: 'publish', topic, data: 1 })).toMatchObject({ type: 'error', code: 'unavailable' });
+        const res = await fetch(`${a.http}/api/v1/channels/gated/messages`, { method: 'POST', headers: gatewayHeaders(id), body: JSON.stringify({ data: 2 }) });
+        expect(res.status).toBe(503);
+        expect(await res.text()).toBe('{"errors":["unavailable"]}');
+      } finally {
+        a.feed.setCurrent(true);
+      }
+      expect(await c.request({ type: 'publish', topic, data: 3 })).toMatchObject({ type: 'published' });
+      const history = (await (await fetch(`${a.http}/api/v1/channels/gated/messages`, { headers: gatewayHeaders(id) })).json()) as { messages: Array<{ data: unknown }> };
+      expect(history.messages.map((m) => m.data)).toEqual([3]);
     });
   });
 });

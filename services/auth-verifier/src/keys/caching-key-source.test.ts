@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createLogger, ManualClock, RelayError } from '@service-relay/core';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { FakeBus } from '../test-support/fake-bus';
+import { ManualTenantFeed } from '@service-relay/tenant-events';
 import type { TenantKeys, TenantKeysData } from '../token/tenant-keys';
 import { CachingKeySource, type CachingKeySourceOptions } from './caching-key-source';
 import type { KeyFetcher } from './key-fetcher';
@@ -37,6 +37,7 @@ const tenantData = (version: number, extra: Partial<TenantKeysData> = {}): Tenan
   found: true,
   disabled: false,
   version,
+  asOfSeq: 0,
   primary: { secret: secretOf(version), keyVersion: version },
   ...extra,
 });
@@ -54,20 +55,20 @@ const brokenShared: SharedKeyCache = {
 
 describe('CachingKeySource', () => {
   let clock: ManualClock;
-  let bus: FakeBus;
+  let bus: ManualTenantFeed;
   let fetcher: FakeFetcher;
   let shared: MemoryKeyCache;
   const tenant = randomUUID();
 
   const make = async (o: Partial<CachingKeySourceOptions> = {}) => {
-    const source = new CachingKeySource({ fetcher, shared, bus, clock, logger, ttlMs: TTL_MS, ...o });
+    const source = new CachingKeySource({ fetcher, shared, feed: bus, clock, logger, ttlMs: TTL_MS, ...o });
     await source.start();
     return source;
   };
 
   beforeEach(() => {
     clock = new ManualClock(1_700_000_000_000);
-    bus = new FakeBus();
+    bus = new ManualTenantFeed();
     fetcher = new FakeFetcher();
     shared = new MemoryKeyCache(clock);
     fetcher.data.set(tenant, tenantData(1));
@@ -93,7 +94,7 @@ describe('CachingKeySource', () => {
     const source = await make();
     await source.get(tenant);
     fetcher.data.set(tenant, tenantData(2, { disabled: true }));
-    await bus.publish({ tenant_id: tenant, kind: 'disabled', version: 2, revoked_key_versions: [] });
+    await bus.push({ tenant_id: tenant, kind: 'disabled', version: 2, revoked_key_versions: [] });
     expect(source.peek(tenant)).toBeUndefined();
     expect(await shared.get(tenant)).toBeUndefined();
     const after = await source.get(tenant);
@@ -108,7 +109,7 @@ describe('CachingKeySource', () => {
     await waitFor(() => fetcher.held.length === 1);
     // The registry commits version 2 and the event arrives while the old answer is on its way.
     fetcher.data.set(tenant, tenantData(2));
-    await bus.publish({ tenant_id: tenant, kind: 'rotated', version: 2, revoked_key_versions: [] });
+    await bus.push({ tenant_id: tenant, kind: 'rotated', version: 2, revoked_key_versions: [] });
     fetcher.hold = false;
     fetcher.held[0]!.release();
     expect(versionOf(await inFlight)).toBe(2);
@@ -122,7 +123,7 @@ describe('CachingKeySource', () => {
     // replica heard (a late write from a replica that missed it).
     const staleShared: SharedKeyCache = { ...brokenShared, get: async () => ({ data: tenantData(2), ttlMs: TTL_MS }), drop: async () => {}, put: async () => {} };
     const replica = await make({ shared: staleShared });
-    await bus.publish({ tenant_id: tenant, kind: 'rotated', version: 3, revoked_key_versions: [] });
+    await bus.push({ tenant_id: tenant, kind: 'rotated', version: 3, revoked_key_versions: [] });
     fetcher.data.set(tenant, tenantData(3));
     expect(versionOf(await replica.get(tenant))).toBe(3);
     expect(fetcher.calls).toBe(1);
@@ -141,7 +142,7 @@ describe('CachingKeySource', () => {
     expect(fetcher.calls).toBe(5);
     // A created event ends a negative entry at once.
     fetcher.data.set(b, tenantData(1));
-    await bus.publish({ tenant_id: b, kind: 'created', version: 1, revoked_key_versions: [] });
+    await bus.push({ tenant_id: b, kind: 'created', version: 1, revoked_key_versions: [] });
     expect((await source.get(b)).found).toBe(true);
   });
 
@@ -162,21 +163,22 @@ describe('CachingKeySource', () => {
     expect(versionOf(await source.get(tenant))).toBe(1);
     expect(versionOf(await source.get(tenant))).toBe(1);
     expect(fetcher.calls).toBe(1);
-    await bus.publish({ tenant_id: tenant, kind: 'disabled', version: 2, revoked_key_versions: [] });
+    await bus.push({ tenant_id: tenant, kind: 'disabled', version: 2, revoked_key_versions: [] });
     fetcher.data.set(tenant, tenantData(2, { disabled: true }));
     const after = await source.get(tenant);
     expect(after.found && after.disabled).toBe(true);
   });
 
-  it('trusts no cache while the bus is disconnected, and drops everything on reset', async () => {
+  it('trusts no cache while the feed is not current, and drops everything on reset', async () => {
     const source = await make();
     await source.get(tenant);
-    bus.connected = false;
+    bus.setCurrent(false);
     expect(source.peek(tenant)).toBeUndefined();
     fetcher.data.set(tenant, tenantData(2, { disabled: true })); // an event this replica cannot hear
     expect(versionOf(await source.get(tenant))).toBe(2);
     expect(versionOf(await source.get(tenant))).toBe(2);
     expect(fetcher.calls).toBe(3);
+    bus.setCurrent(true);
     await bus.reset();
     expect(await shared.get(tenant)).toBeUndefined();
     expect(versionOf(await source.get(tenant))).toBe(2);
@@ -195,15 +197,25 @@ describe('CachingKeySource', () => {
     expect(source.peek(tenant)).toBeUndefined();
   });
 
-  it('drops everything on a version gap', async () => {
-    const source = await make();
-    const other = randomUUID();
-    fetcher.data.set(other, tenantData(1));
-    await source.get(tenant);
-    await source.get(other);
-    await bus.publish({ tenant_id: tenant, kind: 'rotated', version: 2, revoked_key_versions: [] });
-    await bus.publish({ tenant_id: tenant, kind: 'rotated', version: 4, revoked_key_versions: [] });
-    expect(source.peek(other)).toBeUndefined();
+  it('uses a shared entry only if it reflects the feed from where this replica started (as_of_seq >= base)', async () => {
+    // Another replica stored state read at sequence 3; this replica's feed starts at 5,
+    // so changes 4-5 (which it never saw) may have revoked what the entry says.
+    fetcher.data.set(tenant, { ...tenantData(1), asOfSeq: 3 });
+    const writer = await make();
+    await writer.get(tenant);
+    expect((await shared.get(tenant))?.data.asOfSeq).toBe(3);
+    fetcher.data.set(tenant, { ...tenantData(1, { disabled: true }), asOfSeq: 5 });
+    const startedAt = async (base: number) => {
+      const feed = new ManualTenantFeed();
+      await feed.reset(base);
+      return make({ feed });
+    };
+    // A replica that started at 3 saw everything after the entry: it may use it.
+    const early = await (await startedAt(3)).get(tenant);
+    expect(early.found && early.disabled).toBe(false);
+    // One that started at 5 may not: it asks the registry.
+    const late = await (await startedAt(5)).get(tenant);
+    expect(late.found && late.disabled).toBe(true);
   });
 
   it('fails closed when registry fetches overflow their bound', async () => {

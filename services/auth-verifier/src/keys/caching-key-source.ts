@@ -1,5 +1,6 @@
 import { RelayError, type Clock, type Logger } from '@service-relay/core';
-import { VersionTracker, type TenantEvent, type TenantEventBus } from '@service-relay/tenant-events';
+import { withTimeout } from '@service-relay/core';
+import type { TenantEvent, TenantFeedView } from '@service-relay/tenant-events';
 import { buildTenantKeys, type KnownTenant, type TenantKeys, type TenantKeysData, type UnknownTenant } from '../token/tenant-keys';
 import type { KeyFetcher } from './key-fetcher';
 import { nullObserver, type KeySource, type KeySourceObserver } from './key-source';
@@ -11,7 +12,7 @@ export interface CachingKeySourceOptions {
   fetcher: KeyFetcher;
   /** Omitted in the one-process default: nothing leaves the process. */
   shared?: SharedKeyCache | undefined;
-  bus: TenantEventBus;
+  feed: TenantFeedView;
   clock: Clock;
   logger: Logger;
   ttlMs: number;
@@ -27,16 +28,22 @@ export interface CachingKeySourceOptions {
 /** A registry answer older than a tenant event we already saw is fetched again, this often. */
 const STALE_REFETCHES = 3;
 const MAX_FLOORS = 100_000;
+/** Applying a change never waits longer than this on the shared cache (a frozen Redis must not stall the feed). */
+const SHARED_DROP_DEADLINE_MS = 250;
 
 /**
  * in-process LRU (TTL) -> shared cache -> registry, with revocation from the
- * tenant event bus (ARCHITECTURE.md "Verifier key cache"):
- * - a tenant event drops the tenant in every layer and raises its version
+ * tenant feed (ARCHITECTURE.md "Verifier key cache"):
+ * - a tenant change drops the tenant in every layer and raises its version
  *   floor, so neither a fetch in flight nor another replica's late write can
  *   bring older state back;
- * - a bus reset or a version gap drops everything (the epoch makes fetches
- *   started before it unstorable);
- * - while the bus is disconnected no cache is trusted: every check fetches.
+ * - a shared entry is used only when it reflects the feed at or after the
+ *   point this replica's feed started (`as_of_seq >= baseSeq`): changes
+ *   before that point this replica never saw, so it cannot judge older entries;
+ * - a feed reset drops everything (the epoch makes fetches started before it
+ *   unstorable);
+ * - while the feed is not current (lease lost) no cache is trusted: every
+ *   check fetches.
  * Faults only ever lead to a fetch or to `unavailable`, never to a verdict
  * from data the rules above would not serve.
  */
@@ -45,7 +52,6 @@ export class CachingKeySource implements KeySource {
   private readonly negative: LruTtlCache<string, UnknownTenant>;
   private readonly floors = new Map<string, number>();
   private readonly inflight = new Map<string, Promise<TenantKeys>>();
-  private readonly tracker = new VersionTracker();
   private readonly limiter: FetchLimiter;
   private readonly observer: KeySourceObserver;
   private readonly negativeTtlMs: number;
@@ -61,8 +67,8 @@ export class CachingKeySource implements KeySource {
   }
 
   async start(): Promise<void> {
-    this.unsubscribe.push(this.opts.bus.subscribe((e) => this.onEvent(e)));
-    this.unsubscribe.push(this.opts.bus.onReset(() => this.dropAll('bus reset')));
+    this.unsubscribe.push(this.opts.feed.subscribe((e) => this.onEvent(e)));
+    this.unsubscribe.push(this.opts.feed.onReset(() => this.dropAll('tenant feed reset')));
     await this.opts.shared?.start?.().catch((err: unknown) => {
       // Redis down at start: checks go to the registry until it is back.
       this.opts.logger.warn({ err: (err as Error).message }, 'shared key cache not reachable yet');
@@ -70,7 +76,7 @@ export class CachingKeySource implements KeySource {
   }
 
   peek(tenantId: string): TenantKeys | undefined {
-    if (!this.opts.bus.isConnected()) return undefined;
+    if (!this.opts.feed.isCurrent()) return undefined;
     const now = this.opts.clock.now();
     const hit = this.local.get(tenantId, now);
     if (hit) {
@@ -110,16 +116,14 @@ export class CachingKeySource implements KeySource {
     await this.opts.shared?.close();
   }
 
-  /** Applied before the bus acknowledges, so the admin call returns only after it. */
+  /** Applied before the feed reports the change applied, so the admin call returns only after it. */
   async onEvent(event: TenantEvent): Promise<void> {
-    const gap = this.tracker.observe(event);
     this.raiseFloor(event.tenant_id, event.version);
     this.local.delete(event.tenant_id);
     this.negative.delete(event.tenant_id);
     this.inflight.delete(event.tenant_id);
-    if (gap) await this.dropAll(`version gap for tenant ${event.tenant_id}`);
     try {
-      await this.opts.shared?.drop(event.tenant_id, event.version);
+      if (this.opts.shared) await withTimeout(this.opts.shared.drop(event.tenant_id, event.version), SHARED_DROP_DEADLINE_MS);
     } catch (err) {
       // Every replica that heard the event also holds the floor locally and
       // ignores older shared entries, so a failed shared drop cannot revive them.
@@ -133,7 +137,6 @@ export class CachingKeySource implements KeySource {
     this.local.clear();
     this.negative.clear();
     this.inflight.clear();
-    this.tracker.clear();
     this.opts.logger.warn({ why }, 'dropping every cached tenant key');
     // The shared driver keeps retrying its own drop until it lands and serves nothing meanwhile.
     await this.opts.shared?.dropAll().catch(() => this.observer.fault('shared'));
@@ -141,10 +144,10 @@ export class CachingKeySource implements KeySource {
 
   private async load(tenantId: string): Promise<TenantKeys> {
     const epoch = this.epoch;
-    const trusted = () => epoch === this.epoch && this.opts.bus.isConnected();
+    const trusted = () => epoch === this.epoch && this.opts.feed.isCurrent();
     if (trusted() && this.opts.shared) {
       const fromShared = await this.readShared(tenantId);
-      if (fromShared && trusted() && fromShared.data.version >= this.floor(tenantId)) {
+      if (fromShared && trusted() && fromShared.data.version >= this.floor(tenantId) && (fromShared.data.asOfSeq ?? -1) >= this.opts.feed.baseSeq()) {
         this.observer.hit('shared');
         const keys = buildTenantKeys(tenantId, fromShared.data);
         this.remember(keys, this.opts.clock.now() + Math.min(fromShared.ttlMs, this.opts.ttlMs));

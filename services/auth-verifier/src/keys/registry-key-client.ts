@@ -59,9 +59,10 @@ export class RegistryKeyClient implements KeyFetcher {
 
 function toData(res: GetTenantKeysResponse): TenantKeysData | undefined {
   const version = Number(res.version);
-  if (!res.found) return { found: false, disabled: false, version };
+  const asOfSeq = Number(res.as_of_seq);
+  if (!res.found) return { found: false, disabled: false, version, asOfSeq };
   const key = (k: SigningKeyMessage | null | undefined) => (k && k.secret ? { secret: k.secret, keyVersion: Number(k.key_version) } : undefined);
   const primary = key(res.primary);
   if (!primary && !res.disabled) return undefined;
-  return { found: true, disabled: res.disabled, version, primary, previous: key(res.previous) };
+  return { found: true, disabled: res.disabled, version, asOfSeq, primary, previous: key(res.previous) };
 }

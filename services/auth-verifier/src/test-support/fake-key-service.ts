@@ -1,7 +1,17 @@
 import * as grpc from '@grpc/grpc-js';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { bindServer, hasInternalToken, REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE, serviceDefinition, stopServer } from '@service-relay/grpc';
-import type { TenantEventBus, TenantEventKind } from '@service-relay/tenant-events';
+import {
+  bindServer,
+  hasInternalToken,
+  REGISTRY_FEED_PROTO,
+  REGISTRY_FEED_SERVICE,
+  REGISTRY_KEYS_PROTO,
+  REGISTRY_KEYS_SERVICE,
+  serviceDefinition,
+  stopServer,
+  type ChangesSinceRequest,
+} from '@service-relay/grpc';
+import type { TenantEvent, TenantEventBus, TenantEventKind } from '@service-relay/tenant-events';
 
 export interface FakeTenant {
   tenantId: string;
@@ -12,9 +22,10 @@ export interface FakeTenant {
 }
 
 /**
- * A stand-in for the registry's KeyService (a real grpc-js server, data from a
- * map) plus the admin mutations that publish tenant events the way the
- * registry does: change first, then publish and wait for the acks.
+ * A stand-in for the registry's KeyService and TenantFeed (a real grpc-js
+ * server, data from a map and a change log) plus the admin mutations the way
+ * the registry makes them: change first, then announce and wait until every
+ * consumer that has asked for changes reports this one applied.
  */
 export class FakeKeyService {
   readonly tenants = new Map<string, FakeTenant>();
@@ -23,6 +34,9 @@ export class FakeKeyService {
   down = false;
   private server: grpc.Server | undefined;
   port = 0;
+  readonly log: TenantEvent[] = [];
+  /** Consumer id -> applied sequence, as reported. */
+  readonly consumers = new Map<string, number>();
 
   constructor(
     readonly internalToken: string,
@@ -37,14 +51,24 @@ export class FakeKeyService {
         if (this.down) return cb({ code: grpc.status.UNAVAILABLE, details: 'down' });
         if (!hasInternalToken(call.metadata, this.internalToken)) return cb({ code: grpc.status.UNAUTHENTICATED, details: 'invalid_internal_token' });
         const t = this.tenants.get(call.request.tenant_id);
-        if (!t) return cb(null, { found: false, disabled: false, version: 0 });
+        if (!t) return cb(null, { found: false, disabled: false, version: 0, as_of_seq: this.log.length });
         cb(null, {
+          as_of_seq: this.log.length,
           found: true,
           disabled: t.disabled,
           version: t.version,
           primary: { secret: t.primary.secret, key_version: t.primary.keyVersion },
           previous: t.previous ? { secret: t.previous.secret, key_version: t.previous.keyVersion } : null,
         });
+      },
+    });
+    server.addService(serviceDefinition(REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE), {
+      ChangesSince: (call: grpc.ServerUnaryCall<ChangesSinceRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+        if (this.down) return cb({ code: grpc.status.UNAVAILABLE, details: 'down' });
+        if (!hasInternalToken(call.metadata, this.internalToken)) return cb({ code: grpc.status.UNAUTHENTICATED, details: 'invalid_internal_token' });
+        const applied = Number(call.request.applied_seq);
+        this.consumers.set(call.request.consumer_id, applied);
+        cb(null, { latest_seq: this.log.length, reset: false, changes: applied < 0 ? [] : this.log.slice(applied) });
       },
     });
     this.port = await bindServer(server, `127.0.0.1:${port}`);
@@ -105,7 +129,13 @@ export class FakeKeyService {
     const before = { ...t };
     apply(t);
     t.version++;
-    return this.bus?.publish({ tenant_id: id, kind, version: t.version, revoked_key_versions: revoked(before) });
+    const seq = this.log.length + 1;
+    this.log.push({ seq, tenant_id: id, kind, version: t.version, revoked_key_versions: revoked(before) });
+    await this.bus?.notify(seq).catch(() => {});
+    // Bounded: a consumer that does not report within 3 s is the test's failure to see.
+    for (let i = 0; i < 600 && [...this.consumers.values()].some((a) => a < seq); i++) await new Promise((r) => setTimeout(r, 5));
+    const applied = [...this.consumers.values()];
+    return { delivered: applied.length, acknowledged: applied.filter((a) => a >= seq).length };
   }
 }
 

@@ -33,6 +33,8 @@ export interface TenantKeysData {
   found: boolean;
   disabled: boolean;
   version: number;
+  /** The tenant feed sequence the registry's answer reflects. */
+  asOfSeq?: number;
   primary?: { secret: string; keyVersion: number } | undefined;
   previous?: { secret: string; keyVersion: number } | undefined;
 }

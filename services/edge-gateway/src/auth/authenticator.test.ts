@@ -1,5 +1,5 @@
 import { createLogger, ManualClock } from '@service-relay/core';
-import { MemoryTenantEventBus } from '@service-relay/tenant-events';
+import { ManualTenantFeed } from '@service-relay/tenant-events';
 import { fakeIdentity } from '@service-relay/testkit';
 import type { VerifierClient, VerifyResult } from '@service-relay/verifier-client';
 import { describe, expect, it } from 'vitest';
@@ -20,9 +20,9 @@ function manualVerifier() {
 describe('Authenticator', () => {
   const setup = () => {
     const { verifier, waiting } = manualVerifier();
-    const bus = new MemoryTenantEventBus();
+    const bus = new ManualTenantFeed();
     const cache = new VerificationCache({ ttlMs: 30_000, maxEntries: 100, clock: new ManualClock() });
-    const auth = new Authenticator({ verifier, cache, bus, logger: createLogger({ service: 't', level: 'silent' }) });
+    const auth = new Authenticator({ verifier, cache, feed: bus, logger: createLogger({ service: 't', level: 'silent' }) });
     return { auth, bus, cache, waiting };
   };
 
@@ -41,7 +41,7 @@ describe('Authenticator', () => {
     const { auth, bus, cache, waiting } = setup();
     const identity = fakeIdentity();
     const early = auth.authenticate('t');
-    await bus.publish({ tenant_id: identity.tenantId, kind: 'disabled', version: 2, revoked_key_versions: [] });
+    await bus.push({ tenant_id: identity.tenantId, kind: 'disabled', version: 2, revoked_key_versions: [] });
     const late = auth.authenticate('t');
     expect(waiting).toHaveLength(2);
     waiting[0]!({ valid: true, identity });

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import { RelayError, isRelayError, type Logger } from '@service-relay/core';
-import type { TenantEventBus } from '@service-relay/tenant-events';
+import type { TenantFeedView } from '@service-relay/tenant-events';
 import type { VerifierClient, VerifyResult } from '@service-relay/verifier-client';
 import type { VerificationCache } from './verification-cache';
 
@@ -14,7 +14,7 @@ export interface AuthObserver {
 export interface AuthenticatorOptions {
   verifier: VerifierClient;
   cache: VerificationCache;
-  bus: TenantEventBus;
+  feed: TenantFeedView;
   logger: Logger;
   observer?: AuthObserver;
 }
@@ -31,13 +31,13 @@ export class Authenticator {
   private readonly inFlight = new Map<string, { generation: number; result: Promise<VerifyResult> }>();
 
   constructor(private readonly opts: AuthenticatorOptions) {
-    const { bus, cache, logger } = opts;
-    // The bus acknowledges an event only after this handler ran, so the admin
-    // call that published it returns after the tenant's entries are gone.
-    this.unsubscribe.push(bus.subscribe((e) => cache.dropTenant(e.tenant_id)));
+    const { feed, cache, logger } = opts;
+    // The feed reports a change applied only after this handler ran, so the
+    // admin call that made it returns after the tenant's entries are gone.
+    this.unsubscribe.push(feed.subscribe((e) => cache.dropTenant(e.tenant_id)));
     this.unsubscribe.push(
-      bus.onReset(() => {
-        logger.warn('tenant event bus reset: dropping every cached verification');
+      feed.onReset(() => {
+        logger.warn('tenant feed reset: dropping every cached verification');
         cache.clear();
       }),
     );
@@ -45,11 +45,11 @@ export class Authenticator {
 
   /** Resolves with the verdict; rejects with RelayError('auth_unavailable') when nobody can decide. */
   async authenticate(token: string): Promise<VerifyResult> {
-    const { cache, bus, observer } = this.opts;
+    const { cache, feed, observer } = this.opts;
     // One-shot hash: about half the cost of createHash().update().digest() per request.
     const key = hash('sha256', token, 'base64');
-    // While the bus is down an event could be missed, so the cache proves nothing.
-    const trusted = cache.enabled && bus.isConnected();
+    // While the feed is not current a change may not have reached us, so the cache proves nothing.
+    const trusted = cache.enabled && feed.isCurrent();
     if (trusted) {
       const identity = cache.get(key);
       if (identity) {
@@ -73,7 +73,7 @@ export class Authenticator {
   }
 
   private async verify(token: string, key: string, generation: number, trusted: boolean): Promise<VerifyResult> {
-    const { cache, bus, verifier, observer } = this.opts;
+    const { cache, feed, verifier, observer } = this.opts;
     const started = performance.now();
     let result: VerifyResult;
     try {
@@ -85,8 +85,8 @@ export class Authenticator {
     }
     observer?.verified?.((performance.now() - started) / 1000, result.valid ? 'valid' : 'invalid');
     // Stored only if no tenant event arrived while the call was in flight
-    // (the generation check) and the bus is still up.
-    if (result.valid && trusted && bus.isConnected()) cache.set(key, result.identity, generation);
+    // (the generation check) and the feed is still current.
+    if (result.valid && trusted && feed.isCurrent()) cache.set(key, result.identity, generation);
     return result;
   }
 

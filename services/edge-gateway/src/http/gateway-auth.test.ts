@@ -1,4 +1,4 @@
-import { MemoryTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
+import { ManualTenantFeed } from '@service-relay/tenant-events';
 import { fakeIdentity } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayHarness, TEST_INTERNAL_TOKEN, type GatewayHarness } from '../testing/gateway-harness';
@@ -6,32 +6,11 @@ import { startGatewayHarness, TEST_INTERNAL_TOKEN, type GatewayHarness } from '.
 const INVALID = '{"errors":["invalid_or_missing_token"]}';
 const CHALLENGE = 'Bearer realm="service-relay", error="invalid_token"';
 
-/** The in-process bus with a connection switch and a reset trigger, standing in for a Redis outage. */
-class SwitchableBus implements TenantEventBus {
-  connected = true;
-  private readonly inner = new MemoryTenantEventBus();
-  private readonly resets = new Set<() => void | Promise<void>>();
-  publish = this.inner.publish.bind(this.inner);
-  subscribe = this.inner.subscribe.bind(this.inner);
-  ready = this.inner.ready.bind(this.inner);
-  close = this.inner.close.bind(this.inner);
-  isConnected(): boolean {
-    return this.connected;
-  }
-  onReset(h: () => void | Promise<void>): () => void {
-    this.resets.add(h);
-    return () => this.resets.delete(h);
-  }
-  async reset(): Promise<void> {
-    for (const h of this.resets) await h();
-  }
-}
-
 describe('edge-gateway: bearer auth on /api/v1', () => {
   let h: GatewayHarness;
-  const bus = new SwitchableBus();
+  const feed = new ManualTenantFeed();
   beforeAll(async () => {
-    h = await startGatewayHarness({ bus, env: { VERIFY_DEADLINE_MS: '400' } });
+    h = await startGatewayHarness({ feed, env: { VERIFY_DEADLINE_MS: '400' } });
   });
   afterAll(() => h.stop());
 
@@ -84,26 +63,26 @@ describe('edge-gateway: bearer auth on /api/v1', () => {
     // The verifier now refuses it, but the cached verdict still stands...
     h.verifier.deny('tok-revoke');
     expect((await get('Bearer tok-revoke')).status).toBe(200);
-    // ...until the tenant event: the admin call returns after publish() resolved.
-    await bus.publish({ tenant_id: id.tenantId, kind: 'revoked_all', version: 2, revoked_key_versions: [1] });
+    // ...until the tenant change: the admin call returns after the feed applied it.
+    await feed.push({ tenant_id: id.tenantId, kind: 'revoked_all', version: 2, revoked_key_versions: [1] });
     expect((await get('Bearer tok-revoke')).status).toBe(401);
   });
 
-  it('does not serve from the cache while the bus is disconnected, and drops it all on a reset', async () => {
+  it('does not serve from the cache while the tenant feed is not current, and drops it all on a reset', async () => {
     allow('tok-bus');
     expect((await get('Bearer tok-bus')).status).toBe(200);
-    bus.connected = false;
+    feed.setCurrent(false);
     const before = h.verifier.calls;
     expect((await get('Bearer tok-bus')).status).toBe(200);
     expect(h.verifier.calls).toBe(before + 1);
     h.verifier.deny('tok-bus');
     expect((await get('Bearer tok-bus')).status).toBe(401);
-    bus.connected = true;
+    feed.setCurrent(true);
 
     allow('tok-reset');
     expect((await get('Bearer tok-reset')).status).toBe(200);
     h.verifier.deny('tok-reset');
-    await bus.reset();
+    await feed.reset();
     expect((await get('Bearer tok-reset')).status).toBe(401);
   });
 

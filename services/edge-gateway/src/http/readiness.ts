@@ -1,7 +1,12 @@
 import type { ReadinessCheck } from '@service-relay/core';
 import type { VerifierClient } from '@service-relay/verifier-client';
 
-/** Ready when the verifier channel connects and both upstreams answer their /healthz. */
+/**
+ * Ready when the verifier channel connects and both upstreams answer their
+ * /healthz. The tenant feed is not a readiness check: without it the gateway
+ * still answers correctly (it only stops caching), and a registry outage would
+ * otherwise take every replica out at once. Its state is in /metrics.
+ */
 export function gatewayReadiness(verifier: VerifierClient, upstreams: Record<string, string>): ReadinessCheck {
   return async () => {
     const names = Object.keys(upstreams);

@@ -1,5 +1,5 @@
 import { createLogger, type Clock, type Env } from '@service-relay/core';
-import { MemoryTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
+import { ManualTenantFeed, MemoryTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
 import { FakeVerifier } from '@service-relay/testkit';
 import { loadConfig, type GatewayConfig } from '../config';
 import { createServer, type GatewayServer } from '../server';
@@ -15,6 +15,8 @@ export interface GatewayHarness {
   registry: StubUpstream;
   realtime: StubUpstream;
   bus: TenantEventBus | undefined;
+  /** The tenant feed, driven by hand: push a change, or take the lease away. */
+  feed: ManualTenantFeed;
   /** Every log line the gateway wrote, raw JSON text. */
   logs: string[];
   stop(): Promise<void>;
@@ -23,6 +25,7 @@ export interface GatewayHarness {
 export interface HarnessOptions {
   env?: Env;
   bus?: TenantEventBus;
+  feed?: ManualTenantFeed;
   clock?: Clock;
   /** Share one fake verifier (and its stubs) between gateways. */
   verifier?: FakeVerifier;
@@ -49,7 +52,8 @@ export async function startGatewayHarness(opts: HarnessOptions = {}): Promise<Ga
   });
   const logs: string[] = [];
   const logger = createLogger({ service: 'edge-gateway', level: config.logLevel, destination: { write: (line: string) => void logs.push(line) } });
-  const gateway = createServer(config, { bus, logger, clock: opts.clock });
+  const feed = opts.feed ?? new ManualTenantFeed();
+  const gateway = createServer(config, { bus, feed, logger, clock: opts.clock });
   await gateway.start();
   return {
     url: `http://127.0.0.1:${gateway.port}`,
@@ -59,6 +63,7 @@ export async function startGatewayHarness(opts: HarnessOptions = {}): Promise<Ga
     registry,
     realtime,
     bus,
+    feed,
     logs,
     async stop() {
       await gateway.stop();

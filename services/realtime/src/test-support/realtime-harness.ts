@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger, type Clock, type Env } from '@service-relay/core';
-import { MemoryTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
+import { ManualTenantFeed, MemoryTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
 import { FakeVerifier } from '@service-relay/testkit';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { loadConfig, type RealtimeConfig } from '../config';
@@ -17,6 +17,8 @@ export interface RealtimeInstance {
   config: Readonly<RealtimeConfig>;
   http: string;
   ws: string;
+  /** The tenant feed, driven by hand: push a change, or take the lease away. */
+  feed: ManualTenantFeed;
   /** Every log line, raw JSON. */
   logs: string[];
   stop(): Promise<void>;
@@ -26,6 +28,7 @@ export interface InstanceOptions {
   verifier: FakeVerifier;
   env?: Env;
   bus?: TenantEventBus;
+  feed?: ManualTenantFeed;
   messages?: MessageBus;
   clock?: Clock;
   pingIntervalMs?: number;
@@ -41,8 +44,10 @@ export async function startRealtime(opts: InstanceOptions): Promise<RealtimeInst
   );
   const logs: string[] = [];
   const logger = createLogger({ service: 'realtime', level: config.logLevel, destination: { write: (line: string) => void logs.push(line) } });
+  const feed = opts.feed ?? new ManualTenantFeed();
   const server = createServer(config, {
     logger,
+    feed,
     // With REDIS_URL the server opens its own Redis tenant-event bus, like a separate process would.
     ...(opts.bus ? { bus: opts.bus } : config.redis.url ? {} : { bus: new MemoryTenantEventBus() }),
     ...(opts.messages && { messages: opts.messages }),
@@ -55,6 +60,7 @@ export async function startRealtime(opts: InstanceOptions): Promise<RealtimeInst
     config,
     http: `http://127.0.0.1:${server.port}`,
     ws: `ws://127.0.0.1:${server.port}/ws`,
+    feed,
     logs,
     stop: async () => {
       await server.stop();

@@ -1,23 +1,22 @@
 import { codeOf, type Logger } from '@service-relay/core';
-import { VersionTracker, type TenantEvent } from '@service-relay/tenant-events';
+import type { TenantEvent } from '@service-relay/tenant-events';
 import type { ConnectionRegistry, TrackedConnection } from './connection-registry';
 import { CLOSE_TRY_AGAIN_LATER, CLOSE_UNAUTHORIZED } from './close-codes';
 
 /**
- * Applies tenant events to live connections (ARCHITECTURE.md "Tenant events").
- * Closing happens before the handler resolves, and the bus acknowledges only
- * after that, so an admin call returns after the connections are closed.
+ * Applies tenant changes to live connections (ARCHITECTURE.md "Tenant feed").
+ * Closing happens before the handler resolves, and the feed reports the change
+ * applied only after that, so an admin call returns after the connections are
+ * closed. The feed hands over every change in order, so a missed one cannot
+ * exist; a feed reset (its history is gone) re-verifies everything.
  */
 export class Revocation {
-  private readonly versions = new VersionTracker();
-
   constructor(
     private readonly registry: ConnectionRegistry,
     private readonly logger: Logger,
   ) {}
 
   async onEvent(event: TenantEvent): Promise<void> {
-    const gap = this.versions.observe(event);
     const conns = this.registry.ofTenant(event.tenant_id);
     let closed = 0;
     if (event.kind === 'disabled' || event.kind === 'revoked_all') {
@@ -34,16 +33,10 @@ export class Revocation {
       }
     }
     if (closed > 0) this.logger.info({ tenant_id: event.tenant_id, kind: event.kind, closed }, 'closed revoked connections');
-    if (gap) {
-      // A missed event could have revoked anything of this tenant.
-      this.registry.bumpEpoch();
-      await this.reverify(this.registry.ofTenant(event.tenant_id));
-    }
   }
 
-  /** The bus lost events: every connection proves its token again. */
+  /** The feed lost its place (changes it would need are gone): every connection proves its token again. */
   async onReset(): Promise<void> {
-    this.versions.clear();
     this.registry.bumpEpoch();
     await this.reverify(this.registry.all());
   }
