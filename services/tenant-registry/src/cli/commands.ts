@@ -52,7 +52,10 @@ function listRequest(args: string[]): { method: string; path: string } {
   return { method: 'GET', path: `/admin/tenants${q ? `?${q}` : ''}` };
 }
 
-/** Runs one command; returns the exit code (0 ok, 1 the registry refused or is unreachable, 2 bad usage). */
+/**
+ * Runs one command; returns the exit code: 0 ok, 1 the registry refused or is
+ * unreachable, 2 bad usage, 3 committed but not confirmed in force everywhere.
+ */
 export async function runAdminCli(argv: string[], config: CliConfig, io: CliOutput): Promise<number> {
   const [name, ...args] = argv;
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
@@ -98,6 +101,17 @@ export async function runAdminCli(argv: string[], config: CliConfig, io: CliOutp
   if (res.ok && body !== undefined) {
     io.out(JSON.stringify(body, null, 2));
     return 0;
+  }
+  const unconfirmed = body as { errors?: unknown; tenant?: unknown; pending_consumers?: Array<{ consumer_id?: unknown }> } | undefined;
+  if (res.status === 503 && Array.isArray(unconfirmed?.errors) && unconfirmed.errors[0] === 'change_not_propagated') {
+    // Committed: the view (and any new host-sync secret, shown only here) must not be lost.
+    io.out(JSON.stringify(unconfirmed.tenant, null, 2));
+    const pending = (unconfirmed.pending_consumers ?? []).map((c) => String(c.consumer_id)).join(', ');
+    io.err(
+      `warning: the change is committed but not yet confirmed in force everywhere (503 change_not_propagated; waiting on: ${pending || 'unknown'}). ` +
+        'Consumers keep pulling it; they trust no cache past their lease. Run the same command again to re-propagate and confirm.',
+    );
+    return 3;
   }
   io.err(`error: ${describeFailure(res.status, body, args[0])}`);
   return 1;
