@@ -280,7 +280,7 @@ const payloadValues: Record<string, string[]> = {
   __proto__: ['{"iss":"x"}', 'null'],
 };
 
-type Op = { kind: 'set' | 'dup'; name: string; raw: string } | { kind: 'del'; name: string } | { kind: 'swap'; i: number; j: number };
+type Op = { kind: 'set'; name: string; raw: string } | { kind: 'dup'; name: string; raw: string } | { kind: 'del'; name: string } | { kind: 'swap'; i: number; j: number };
 
 function opArb(values: Record<string, string[]>): fc.Arbitrary<Op> {
   const names = Object.keys(values);
