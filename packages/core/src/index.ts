@@ -8,3 +8,4 @@ export * from './ops';
 export * from './lifecycle';
 export * from './redis';
 export * from './secret-box';
+export * from './lru';

@@ -1,11 +1,10 @@
-import { RelayError, type Clock, type Logger } from '@service-relay/core';
-import { withTimeout } from '@service-relay/core';
+import { clockedLru, RelayError, setUntil, withTimeout, type Clock, type Logger } from '@service-relay/core';
+import type { LRUCache } from 'lru-cache';
 import type { TenantEvent, TenantFeedView } from '@service-relay/tenant-events';
 import { buildTenantKeys, type KnownTenant, type TenantKeys, type TenantKeysData, type UnknownTenant } from '../token/tenant-keys';
 import type { KeyFetcher } from './key-fetcher';
 import { nullObserver, type KeySource, type KeySourceObserver } from './key-source';
 import { FetchLimiter } from './fetch-limiter';
-import { LruTtlCache } from './lru-ttl-cache';
 import type { SharedKeyCache } from './shared-key-cache';
 
 export interface CachingKeySourceOptions {
@@ -48,9 +47,10 @@ const SHARED_DROP_DEADLINE_MS = 250;
  * from data the rules above would not serve.
  */
 export class CachingKeySource implements KeySource {
-  private readonly local: LruTtlCache<string, KnownTenant>;
-  private readonly negative: LruTtlCache<string, UnknownTenant>;
-  private readonly floors = new Map<string, number>();
+  private readonly local: LRUCache<string, KnownTenant>;
+  private readonly negative: LRUCache<string, UnknownTenant>;
+  /** Evicted oldest-raised first (read with peek, so reads do not reorder). */
+  private readonly floors: LRUCache<string, number>;
   private readonly inflight = new Map<string, Promise<TenantKeys>>();
   private readonly limiter: FetchLimiter;
   private readonly observer: KeySourceObserver;
@@ -59,8 +59,11 @@ export class CachingKeySource implements KeySource {
   private unsubscribe: (() => void)[] = [];
 
   constructor(private readonly opts: CachingKeySourceOptions) {
-    this.local = new LruTtlCache(opts.maxEntries ?? 10_000);
-    this.negative = new LruTtlCache(opts.maxNegativeEntries ?? 10_000);
+    this.local = clockedLru(opts.maxEntries ?? 10_000, opts.clock);
+    this.negative = clockedLru(opts.maxNegativeEntries ?? 10_000, opts.clock);
+    // A floor only has to outlive fetches in flight (seconds) and shared entries
+    // (the TTL); the oldest of 100k floors is far past both.
+    this.floors = clockedLru(MAX_FLOORS, opts.clock);
     this.negativeTtlMs = Math.min(opts.negativeTtlMs ?? 5_000, opts.ttlMs);
     this.limiter = new FetchLimiter(opts.maxConcurrentFetches ?? 64, opts.maxQueuedFetches ?? 1024);
     this.observer = opts.observer ?? nullObserver;
@@ -77,13 +80,12 @@ export class CachingKeySource implements KeySource {
 
   peek(tenantId: string): TenantKeys | undefined {
     if (!this.opts.feed.isCurrent()) return undefined;
-    const now = this.opts.clock.now();
-    const hit = this.local.get(tenantId, now);
+    const hit = this.local.get(tenantId);
     if (hit) {
       this.observer.hit('local');
       return hit;
     }
-    const miss = this.negative.get(tenantId, now);
+    const miss = this.negative.get(tenantId);
     if (miss) this.observer.hit('negative');
     return miss;
   }
@@ -188,7 +190,7 @@ export class CachingKeySource implements KeySource {
   private store(tenantId: string, keys: TenantKeys, data: TenantKeysData): void {
     const now = this.opts.clock.now();
     if (!keys.found) {
-      this.negative.set(tenantId, keys, now + this.negativeTtlMs);
+      setUntil(this.negative, tenantId, keys, now + this.negativeTtlMs);
       return;
     }
     this.remember(keys, now + this.opts.ttlMs);
@@ -196,21 +198,17 @@ export class CachingKeySource implements KeySource {
   }
 
   private remember(keys: TenantKeys, expiresAt: number): void {
-    if (keys.found) this.local.set(keys.tenantId, keys, expiresAt);
-    else this.negative.set(keys.tenantId, keys, Math.min(expiresAt, this.opts.clock.now() + this.negativeTtlMs));
+    if (keys.found) setUntil(this.local, keys.tenantId, keys, expiresAt);
+    else setUntil(this.negative, keys.tenantId, keys, Math.min(expiresAt, this.opts.clock.now() + this.negativeTtlMs));
   }
 
   private floor(tenantId: string): number {
-    return this.floors.get(tenantId) ?? 0;
+    return this.floors.peek(tenantId) ?? 0;
   }
 
   private raiseFloor(tenantId: string, version: number): void {
-    const current = this.floors.get(tenantId);
+    const current = this.floors.peek(tenantId);
     if (current !== undefined && current >= version) return;
-    this.floors.delete(tenantId);
-    // A floor only has to outlive fetches in flight (seconds) and shared entries
-    // (the TTL); the oldest of 100k floors is far past both.
-    if (this.floors.size >= MAX_FLOORS) this.floors.delete(this.floors.keys().next().value!);
     this.floors.set(tenantId, version);
   }
 }

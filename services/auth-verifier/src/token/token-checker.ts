@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { Clock } from '@service-relay/core';
 import { isCanonicalUuid, isUuid } from '@service-relay/core';
+import { LRUCache } from 'lru-cache';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { canonicalTail, isCanonicalBase64url } from './base64url';
 import { hasDuplicateMembers } from './duplicate-members';
@@ -46,9 +47,12 @@ export class TokenChecker {
    * Header segment -> kid for headers that passed every header rule. A host
    * signs every token of a tenant with the same header, and the verdict on a
    * header depends on nothing but its bytes, so this skips a decode and a
-   * JSON parse per check. Bounded; the oldest entry goes first.
+   * JSON parse per check. Bounded LRU (lru-cache). Measured against the
+   * Map this was (node 20): a hit ~26 ns instead of ~17 ns, under 0.2% of a
+   * ~6.5 us check (check-speed ratio 0.50/0.52 before, 0.48-0.57 after, within
+   * its noise); inserting past the bound ~1.7 us instead of ~2.2 us.
    */
-  private readonly headers = new Map<string, string>();
+  private readonly headers = new LRUCache<string, string>({ max: MAX_CACHED_HEADERS });
   constructor(opts: TokenCheckerOptions) {
     this.clock = opts.clock;
     this.maxLifetimeMs = opts.maxLifetimeS * 1000;
@@ -98,7 +102,7 @@ export class TokenChecker {
       const checked = checkHeaderRules(header);
       if (typeof checked !== 'string') return checked;
       kid = checked;
-      this.rememberHeader(headerSeg, kid);
+      this.headers.set(headerSeg, kid);
     }
 
     if (payload.iss !== ISSUER) return reject('bad_issuer');
@@ -111,11 +115,6 @@ export class TokenChecker {
     if (!isUuid(userId)) return reject('bad_user_id');
     if (kid !== tenantId) return reject('kid_mismatch');
     return { tenantId, userId, exp };
-  }
-
-  private rememberHeader(segment: string, kid: string): void {
-    if (this.headers.size >= MAX_CACHED_HEADERS) this.headers.delete(this.headers.keys().next().value!);
-    this.headers.set(segment, kid);
   }
 
   /** The rules that need the tenant: state, then primary, then previous. */
