@@ -1,6 +1,6 @@
 import { createServer, type Agent } from 'node:http';
-import { createLogger, listen, type Clock } from '@service-relay/core';
-import { createApp, createGatewayMetrics, createRateLimiter, createUpstreamAgent, type GatewayConfig } from '@service-relay/edge-gateway';
+import { createLogger, listen } from '@service-relay/core';
+import { createApp, createGatewayMetrics, createUpstreamAgent, type GatewayConfig } from '@service-relay/edge-gateway';
 import type { VerifyResult } from '@service-relay/verifier-client';
 import { serveWorker } from '../lib/worker-runtime';
 
@@ -30,7 +30,6 @@ let agent: Agent | undefined;
 
 async function start(args: StartArgs): Promise<{ port: number }> {
   const logger = createLogger({ service: 'bench-gateway-noauth', level: 'warn' });
-  const clock: Clock = { now: () => Date.now() };
   const config: Pick<GatewayConfig, 'registryUrl' | 'realtimeUrl' | 'internalToken' | 'corsOrigins' | 'upstreamTimeoutMs' | 'trustProxy'> = {
     registryUrl: args.registryUrl,
     realtimeUrl: args.realtimeUrl,
@@ -46,8 +45,7 @@ async function start(args: StartArgs): Promise<{ port: number }> {
     config,
     logger,
     metrics: createGatewayMetrics(),
-    rateLimiter: createRateLimiter({ limit: 60, windowMs: 60_000, clock, logger }),
-    readiness: async () => ({}),
+    readiness: {},
     agent,
     ...(args.mode === 'off' ? { authenticate: false } : { authenticator: constant }),
   });

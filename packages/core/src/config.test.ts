@@ -35,7 +35,7 @@ describe('EnvReader', () => {
   });
 
   it('accepts a SECRETS_KEY of exactly 32 base64 bytes', () => {
-    const good = Buffer.alloc(32, 7).toString('base64');
+    const good = Buffer.from(Array.from({ length: 32 }, (_v, i) => i * 7)).toString('base64');
     expect(reader({ SECRETS_KEY: good }).secretsKey()).toHaveLength(32);
     expect(() => reader({ SECRETS_KEY: Buffer.alloc(16).toString('base64') }).secretsKey()).toThrow(/SECRETS_KEY must be 32 bytes/);
     expect(() => reader({}).secretsKey()).toThrow(/SECRETS_KEY is required/);
@@ -62,5 +62,58 @@ describe('embedded secrets', () => {
     expect(second.created).toBe(false);
     expect(second.values).toEqual(first.values);
     expect(parseEnvFile(readFileSync(first.file, 'utf8'))).toEqual(first.values);
+  });
+});
+
+describe('secrets refused at start', () => {
+  const strong = 'Zq3vN8kP2xW7rT5yL1mB9cD4fG6hJ0aS';
+  it.each([
+    ['too short', 'Zq3vN8kP2xW7', /ADMIN_TOKEN must be at least 32 characters/],
+    ['the .env.example placeholder', 'change-me-admin-token-at-least-32-characters', /ADMIN_TOKEN is a placeholder value/],
+    ['one repeated character', 'a'.repeat(40), /ADMIN_TOKEN is not random enough/],
+    ['all zeros', '0'.repeat(64), /ADMIN_TOKEN is not random enough/],
+    ['two characters alternating', 'ab'.repeat(20), /ADMIN_TOKEN is not random enough/],
+  ])('refuses a credential that is %s, in one line naming the variable', (_case, value, message) => {
+    expect(() => reader({ ADMIN_TOKEN: value }).credential('ADMIN_TOKEN')).toThrow(message);
+    try {
+      reader({ ADMIN_TOKEN: value }).credential('ADMIN_TOKEN');
+    } catch (err) {
+      expect((err as Error).message).not.toContain('\n');
+      expect((err as Error).message).not.toContain(value);
+    }
+    expect(reader({ ADMIN_TOKEN: value, ALLOW_INSECURE_SECRETS: 'true' }).credential('ADMIN_TOKEN')).toBe(value);
+  });
+
+  it('accepts a random credential', () => {
+    expect(reader({ INTERNAL_TOKEN: strong }).credential('INTERNAL_TOKEN')).toBe(strong);
+  });
+
+  it('refuses an all-zero or single-byte SECRETS_KEY unless insecure secrets are allowed', () => {
+    for (const key of [Buffer.alloc(32), Buffer.alloc(32, 7)]) {
+      const v = key.toString('base64');
+      expect(() => reader({ SECRETS_KEY: v }).secretsKey()).toThrow(/^configuration error: SECRETS_KEY is a placeholder/);
+      expect(reader({ SECRETS_KEY: v, ALLOW_INSECURE_SECRETS: 'true' }).secretsKey()).toHaveLength(32);
+    }
+  });
+
+  it('the .env.example values are refused; the generated embedded ones are accepted', () => {
+    const example = parseEnvFile(readFileSync(join(__dirname, '../../../.env.example'), 'utf8'));
+    expect(() => reader(example).credential('ADMIN_TOKEN')).toThrow(/ADMIN_TOKEN/);
+    expect(() => reader(example).credential('INTERNAL_TOKEN')).toThrow(/INTERNAL_TOKEN/);
+    expect(() => reader(example).secretsKey()).toThrow(/SECRETS_KEY/);
+    const generated = loadOrCreateEmbeddedSecrets(mkdtempSync(join(tmpdir(), 'relay-secrets-'))).values;
+    const r = reader(generated);
+    expect(() => [r.credential('ADMIN_TOKEN'), r.credential('INTERNAL_TOKEN'), r.secretsKey()]).not.toThrow();
+  });
+});
+
+describe('bind addresses', () => {
+  it('default to loopback, BIND_HOST for all, a listener variable for one', () => {
+    expect(reader({}).bindHost('GATEWAY_HOST')).toBe('127.0.0.1');
+    expect(reader({ BIND_HOST: '0.0.0.0' }).bindHost('GATEWAY_HOST')).toBe('0.0.0.0');
+    expect(reader({ BIND_HOST: '0.0.0.0', GATEWAY_HOST: '10.0.0.5' }).bindHost('GATEWAY_HOST')).toBe('10.0.0.5');
+    expect(reader({ REALTIME_HOST: '::' }).bindHost('REALTIME_HOST')).toBe('::');
+    expect(() => reader({ GATEWAY_HOST: 'bad host' }).bindHost('GATEWAY_HOST')).toThrow(/GATEWAY_HOST must be an IP address or host name/);
+    expect(() => reader({ BIND_HOST: 'a/b' }).bindHost('GATEWAY_HOST')).toThrow(/BIND_HOST must be/);
   });
 });

@@ -81,15 +81,20 @@ export class EnvReader {
     return v;
   }
 
-  /** A shared credential: at least `minLength` characters. Never echoed. */
+  /**
+   * A shared credential: at least `minLength` characters and not obviously
+   * guessable (see weakCredential). Never echoed. ALLOW_INSECURE_SECRETS=true
+   * lifts the strength rules for local development only.
+   */
   credential(name: string, minLength = 32): string {
     const v = this.raw(name);
     if (v === undefined) throw new ConfigError(name, 'is required');
-    if (v.length < minLength) throw new ConfigError(name, `must be at least ${minLength} characters`);
+    const weak = this.insecureSecretsAllowed() ? undefined : weakCredential(v, minLength);
+    if (weak) throw new ConfigError(name, `${weak}${INSECURE_HINT}`);
     return v;
   }
 
-  /** SECRETS_KEY: exactly 32 bytes in base64. */
+  /** SECRETS_KEY: exactly 32 bytes in base64, and not a placeholder such as all zeros. */
   secretsKey(name = 'SECRETS_KEY'): Buffer {
     const v = this.raw(name);
     if (v === undefined) throw new ConfigError(name, 'is required (32 random bytes in base64: openssl rand -base64 32)');
@@ -97,13 +102,51 @@ export class EnvReader {
     if (key.length !== 32 || key.toString('base64') !== v.trim()) {
       throw new ConfigError(name, 'must be 32 bytes in base64 (openssl rand -base64 32)');
     }
+    // 32 random bytes have ~30 distinct values; fewer than 8 is a placeholder (all zeros, one repeated byte).
+    if (!this.insecureSecretsAllowed() && new Set(key).size < MIN_DISTINCT) {
+      throw new ConfigError(name, `is a placeholder, not random bytes (openssl rand -base64 32)${INSECURE_HINT}`);
+    }
     return key;
+  }
+
+  /** The development escape hatch for the secret-strength rules (never for production). */
+  insecureSecretsAllowed(): boolean {
+    return this.bool('ALLOW_INSECURE_SECRETS', false);
+  }
+
+  /**
+   * A listener's bind address: its own variable, else BIND_HOST, else
+   * 127.0.0.1 (nothing is reachable from other hosts unless asked for).
+   */
+  bindHost(name: string): string {
+    const own = this.raw(name);
+    const chosen = own === undefined ? 'BIND_HOST' : name;
+    const v = own ?? this.raw('BIND_HOST') ?? DEFAULT_BIND_HOST;
+    if (!/^[A-Za-z0-9.\-:]{1,253}$/.test(v)) throw new ConfigError(chosen, `must be an IP address or host name, got ${JSON.stringify(v)}`);
+    return v;
   }
 
   logLevel(): string {
     return this.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info');
   }
 }
+
+const INSECURE_HINT = ' (ALLOW_INSECURE_SECRETS=true accepts it for local development only)';
+const MIN_DISTINCT = 8;
+// The shapes of values people paste from examples instead of generating one.
+const PLACEHOLDER = /change[-_. ]?me|changeit|placeholder|replace[-_. ]?me|example|your[-_. ]?(admin|internal|secret|token|key)/i;
+
+/** Why a credential is too weak to run with, or undefined when it is acceptable. */
+export function weakCredential(value: string, minLength = 32): string | undefined {
+  if (value.length < minLength) return `must be at least ${minLength} characters`;
+  if (PLACEHOLDER.test(value)) return 'is a placeholder value (generate one: openssl rand -base64 32)';
+  // A random value of 32+ characters has far more distinct characters; this catches "aaaa…", "0000…", "abab…".
+  if (new Set(value).size < MIN_DISTINCT) return 'is not random enough (fewer than 8 different characters)';
+  return undefined;
+}
+
+/** Where every listener binds unless told otherwise. */
+export const DEFAULT_BIND_HOST = '127.0.0.1';
 
 export const GENERATED_SECRET_NAMES = ['ADMIN_TOKEN', 'INTERNAL_TOKEN', 'SECRETS_KEY'] as const;
 

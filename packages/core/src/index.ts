@@ -8,4 +8,6 @@ export * from './ops';
 export * from './lifecycle';
 export * from './redis';
 export * from './secret-box';
+export * from './connection-guard';
+export * from './rate-limit/index';
 export * from './lru';

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import { ConfigError } from './config';
+import { ConfigError, DEFAULT_BIND_HOST } from './config';
 
 /** What every service's createServer(deps) returns. */
 export interface Service {
@@ -54,7 +54,8 @@ export async function runMain(main: () => Promise<{ stop(): Promise<void> }>, op
   process.on('SIGINT', () => shutdown('SIGINT'));
 }
 
-export function listen(server: Server, port: number, host = '0.0.0.0'): Promise<number> {
+/** Binds `server`; the host defaults to loopback so nothing is exposed by accident (config passes the real one). */
+export function listen(server: Server, port: number, host = DEFAULT_BIND_HOST): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -27,7 +27,10 @@ describe('logger', () => {
   });
 
   it('censors token query parameters in URLs', () => {
-    expect(redactUrl('/ws?access_token=eyJabc&x=1')).toBe('/ws?access_token=%5Bredacted%5D&x=1');
+    expect(redactUrl('/ws?access_token=eyJabc&x=1')).toBe('/ws?access_token=[redacted]&x=[redacted]');
+    // Not on any name list, still never printed; a bare value in name position neither.
+    expect(redactUrl('/api/v1/me?jwt=eyJhbGciOiJIUzI1NiJ9.e30.sig&limit=5')).toBe('/api/v1/me?jwt=[redacted]&limit=[redacted]');
+    expect(redactUrl('/x?eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln&flag')).toBe('/x?[redacted]&flag');
     expect(redactUrl('/ws')).toBe('/ws');
   });
 });

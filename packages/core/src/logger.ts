@@ -48,13 +48,26 @@ export function createLogger(opts: LoggerOptions): Logger {
   );
 }
 
-/** A URL with credential-bearing query parameters censored, for access logs. */
+/**
+ * A URL for logs: every query value is replaced (a name list can never know
+ * every parameter a client puts a token in, `?jwt=` being one), names are
+ * kept when they look like names. A "name" that is long or unusual may be a
+ * bare credential (`?eyJhbGci…`), so it is replaced too.
+ */
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;
-  const params = new URLSearchParams(url.slice(q + 1));
-  for (const key of [...params.keys()]) {
-    if (/token|secret|password|key/i.test(key)) params.set(key, '[redacted]');
-  }
-  return `${url.slice(0, q)}?${params.toString()}`;
+  const parts = url
+    .slice(q + 1)
+    .split('&')
+    .filter((p) => p.length > 0)
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      const name = eq < 0 ? pair : pair.slice(0, eq);
+      const safeName = PLAIN_NAME.test(name) ? name : '[redacted]';
+      return eq < 0 ? safeName : `${safeName}=[redacted]`;
+    });
+  return `${url.slice(0, q)}?${parts.join('&')}`;
 }
+
+const PLAIN_NAME = /^[A-Za-z0-9_.\-[\]]{1,32}$/;

@@ -1,7 +1,33 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 
-export type ReadinessCheck = () => Promise<Record<string, boolean>>;
+/** One dependency's check: true when reachable. */
+export type ReadinessProbe = () => Promise<boolean> | boolean;
+/** Named checks; /readyz reports each by name. */
+export type ReadinessCheck = Readonly<Record<string, ReadinessProbe>>;
+
+/** Each check gets this long on its own; a hanging dependency turns only its own check false. */
+export const READINESS_CHECK_TIMEOUT_MS = 1000;
+
+/**
+ * Runs every check concurrently, each under its own deadline, so one hanging
+ * dependency (a Redis that accepts and never answers) cannot blank the report
+ * of the others. A check that throws or misses its deadline is false.
+ */
+export async function runReadiness(checks: ReadinessCheck, timeoutMs = READINESS_CHECK_TIMEOUT_MS): Promise<Record<string, boolean>> {
+  const names = Object.keys(checks);
+  const results = await Promise.all(
+    names.map((name) =>
+      withTimeout(Promise.resolve().then(() => checks[name]!()), timeoutMs).then(
+        (ok) => ok === true,
+        () => false,
+      ),
+    ),
+  );
+  const out: Record<string, boolean> = {};
+  names.forEach((name, i) => (out[name] = results[i]!));
+  return out;
+}
 
 /** One prom-client registry per service, so services in one process do not collide. */
 export function createMetricsRegistry(service: string): Registry {
@@ -28,13 +54,10 @@ export function handleOps(req: IncomingMessage, res: ServerResponse, opts: OpsOp
     return true;
   }
   if (path === '/readyz') {
-    withTimeout(opts.readiness(), 2000).then(
-      (checks) => {
-        const ok = Object.values(checks).every(Boolean);
-        sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not_ready', checks });
-      },
-      () => sendJson(res, 503, { status: 'not_ready', checks: {} }),
-    );
+    void runReadiness(opts.readiness).then((checks) => {
+      const ok = Object.values(checks).every(Boolean);
+      sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not_ready', checks });
+    });
     return true;
   }
   if (path === '/metrics') {

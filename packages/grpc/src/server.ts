@@ -3,6 +3,11 @@ import { grpcStatusFor, safeEqual, type ErrorCode } from '@service-relay/core';
 
 export const INTERNAL_TOKEN_METADATA = 'x-internal-token';
 
+/** host:port for binding, with IPv6 literals bracketed. */
+export function grpcAddress(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
 export function bindServer(server: grpc.Server, address: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port)));

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { bindServer, serviceDefinition, stopServer, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
+import { bindServer, grpcError, hasInternalToken, INTERNAL_TOKEN_METADATA, serviceDefinition, stopServer, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
 import { toWire, type VerifiedIdentity, type VerifyResult } from '@service-relay/verifier-client';
 
 /**
@@ -18,17 +18,29 @@ export class FakeVerifier {
   silent = false;
   /** How many checks were asked for (both RPCs). */
   calls = 0;
+  /** The x-internal-token each call carried (undefined when it had none), newest last. */
+  readonly internalTokensSeen: (string | undefined)[] = [];
   private boundPort = 0;
 
-  constructor() {
+  /**
+   * With `internalToken`, calls without it are refused UNAUTHENTICATED like
+   * the real verifier; without, any caller is answered (and what it sent is
+   * recorded in internalTokensSeen).
+   */
+  constructor(private readonly opts: { internalToken?: string } = {}) {
     this.server.addService(serviceDefinition(VERIFIER_PROTO, VERIFIER_SERVICE), {
       Verify: (call: grpc.ServerUnaryCall<{ token: string }, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+        if (!this.admitted(call.metadata)) return cb(grpcError('invalid_internal_token'));
         this.calls += 1;
         if (this.silent) return;
         if (this.unavailable) return cb({ code: grpc.status.UNAVAILABLE, details: 'unavailable' });
         cb(null, toWire(this.verdict(call.request.token)));
       },
       VerifyStream: (call: grpc.ServerDuplexStream<{ id: number; token: string }, unknown>) => {
+        if (!this.admitted(call.metadata)) {
+          call.emit('error', grpcError('invalid_internal_token'));
+          return;
+        }
         call.on('data', (req: { id: number; token: string }) => {
           this.calls += 1;
           if (this.silent) return;
@@ -65,6 +77,12 @@ export class FakeVerifier {
 
   stop(): Promise<void> {
     return stopServer(this.server, 500);
+  }
+
+  private admitted(metadata: grpc.Metadata): boolean {
+    const sent = metadata.get(INTERNAL_TOKEN_METADATA)[0];
+    this.internalTokensSeen.push(typeof sent === 'string' ? sent : undefined);
+    return this.opts.internalToken === undefined || hasInternalToken(metadata, this.opts.internalToken);
   }
 
   private verdict(token: string): VerifyResult {

@@ -34,8 +34,8 @@ describe('StreamingVerifierClient', () => {
   afterEach(async () => {
     for (const c of cleanup.splice(0).reverse()) await c();
   });
-  const client = (port: number, opts: { deadlineMs?: number; maxInFlight?: number } = {}): VerifierClient => {
-    const c = createVerifierClient({ address: `127.0.0.1:${port}`, ...opts });
+  const client = (port: number, opts: { deadlineMs?: number; maxInFlight?: number; refreshShare?: number } = {}): VerifierClient => {
+    const c = createVerifierClient({ address: `127.0.0.1:${port}`, internalToken: 'internal-token-for-tests-0123456789abcdef', ...opts });
     cleanup.push(() => c.close());
     return c;
   };

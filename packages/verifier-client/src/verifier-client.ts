@@ -1,27 +1,39 @@
 import * as grpc from '@grpc/grpc-js';
 import { RelayError, type Logger } from '@service-relay/core';
-import { clientConstructor, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
+import { clientConstructor, internalMetadata, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
 import { fromWire, type VerifyResponseWire, type VerifyResult } from './verify-result';
 
 export interface VerifierClientOptions {
   /** host:port of the auth-verifier's gRPC server. */
   address: string;
+  /** INTERNAL_TOKEN: the verifier answers no one without it. */
+  internalToken: string;
   /** A check not answered within this is auth_unavailable. */
   deadlineMs?: number;
   /** Checks in flight at once; beyond it a check fails fast with auth_unavailable. */
   maxInFlight?: number;
+  /**
+   * The part of maxInFlight that `refresh` checks may hold (default 0.25).
+   * Refreshes come from connections already open, so a flood of them must
+   * never leave new upgrades and requests without verifier capacity.
+   */
+  refreshShare?: number;
   logger?: Logger;
 }
 
+/** `admission`: an upgrade or a request (the default); `refresh`: a token refresh on an open connection. */
+export type CheckKind = 'admission' | 'refresh';
+
 export interface VerifierClient {
   /** Resolves with the verdict; rejects with RelayError('auth_unavailable') when the verifier cannot answer. */
-  verify(token: string): Promise<VerifyResult>;
+  verify(token: string, kind?: CheckKind): Promise<VerifyResult>;
   /** True when a unary health round trip succeeds. */
   ready(): Promise<boolean>;
   close(): void;
 }
 
 interface Pending {
+  refresh: boolean;
   resolve: (r: VerifyResult) => void;
   reject: (e: RelayError) => void;
   deadline: number;
@@ -45,8 +57,11 @@ export class StreamingVerifierClient implements VerifierClient {
   private nextId = 1;
   private readonly deadlineMs: number;
   private readonly maxInFlight: number;
+  private readonly maxRefreshInFlight: number;
+  private refreshInFlight = 0;
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
+  private readonly metadata: grpc.Metadata;
 
   constructor(private readonly opts: VerifierClientOptions) {
     const Ctor = clientConstructor(VERIFIER_PROTO, VERIFIER_SERVICE);
@@ -56,21 +71,35 @@ export class StreamingVerifierClient implements VerifierClient {
       'grpc.initial_reconnect_backoff_ms': 100,
       'grpc.max_reconnect_backoff_ms': 2_000,
     }) as never;
+    this.metadata = internalMetadata(opts.internalToken);
     this.deadlineMs = opts.deadlineMs ?? 2000;
     this.maxInFlight = opts.maxInFlight ?? 4096;
+    this.maxRefreshInFlight = Math.max(1, Math.floor(this.maxInFlight * (opts.refreshShare ?? 0.25)));
     // One sweep timer instead of a timer per call.
     this.sweeper = setInterval(() => this.expire(), Math.max(10, Math.floor(this.deadlineMs / 4)));
     this.sweeper.unref();
   }
 
-  verify(token: string): Promise<VerifyResult> {
+  verify(token: string, kind: CheckKind = 'admission'): Promise<VerifyResult> {
     if (this.closed) return Promise.reject(new RelayError('auth_unavailable', 'verifier client closed'));
     if (this.pending.size >= this.maxInFlight) return Promise.reject(new RelayError('auth_unavailable', 'too many checks in flight'));
+    const refresh = kind === 'refresh';
+    if (refresh && this.refreshInFlight >= this.maxRefreshInFlight) return Promise.reject(new RelayError('auth_unavailable', 'too many refreshes in flight'));
     const id = this.nextId++;
+    if (refresh) this.refreshInFlight++;
     return new Promise<VerifyResult>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, deadline: Date.now() + this.deadlineMs });
+      this.pending.set(id, { refresh, resolve, reject, deadline: Date.now() + this.deadlineMs });
       this.openStream().write({ id, token });
     });
+  }
+
+  /** Takes a check out of the pending set, releasing its share of the budget. */
+  private settle(id: number): Pending | undefined {
+    const p = this.pending.get(id);
+    if (!p) return undefined;
+    this.pending.delete(id);
+    if (p.refresh) this.refreshInFlight--;
+    return p;
   }
 
   async ready(): Promise<boolean> {
@@ -89,11 +118,10 @@ export class StreamingVerifierClient implements VerifierClient {
 
   private openStream(): grpc.ClientDuplexStream<{ id: number; token: string }, StreamResponse> {
     if (this.stream) return this.stream;
-    const stream = (this.client.VerifyStream as () => grpc.ClientDuplexStream<{ id: number; token: string }, StreamResponse>)();
+    const stream = (this.client.VerifyStream as (md: grpc.Metadata) => grpc.ClientDuplexStream<{ id: number; token: string }, StreamResponse>)(this.metadata);
     stream.on('data', (msg: StreamResponse) => {
-      const p = this.pending.get(msg.id);
+      const p = this.settle(msg.id);
       if (!p) return;
-      this.pending.delete(msg.id);
       if (msg.unavailable || !msg.result) p.reject(new RelayError('auth_unavailable', 'verifier could not decide'));
       else p.resolve(fromWire(msg.result));
     });
@@ -114,6 +142,7 @@ export class StreamingVerifierClient implements VerifierClient {
   private failAll(why: string): void {
     const all = [...this.pending.values()];
     this.pending.clear();
+    this.refreshInFlight = 0;
     for (const p of all) p.reject(new RelayError('auth_unavailable', why));
   }
 
@@ -122,7 +151,7 @@ export class StreamingVerifierClient implements VerifierClient {
     // Insertion order is deadline order (one deadline for all), so stop at the first live one.
     for (const [id, p] of this.pending) {
       if (p.deadline > now) break;
-      this.pending.delete(id);
+      this.settle(id);
       p.reject(new RelayError('auth_unavailable', 'verifier deadline exceeded'));
     }
   }

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config';
 
-const base = { INTERNAL_TOKEN: 'i'.repeat(32) };
-const SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
+const base = { INTERNAL_TOKEN: 'int-9f2KqW7xLm3RbT8vNc5YhJ0dPe4sGa6u' };
+const SECRETS_KEY = Buffer.from(Array.from({ length: 32 }, (_v, i) => i * 7)).toString('base64');
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {

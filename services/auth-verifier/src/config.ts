@@ -4,6 +4,9 @@ import { DEFAULT_PORTS, EnvReader, readRedisSettings, readTenantFeedConfig, requ
 export interface VerifierConfig {
   grpcPort: number;
   httpPort: number;
+  /** VERIFIER_GRPC_HOST / VERIFIER_HTTP_HOST (else BIND_HOST, else 127.0.0.1). */
+  grpcHost: string;
+  httpHost: string;
   /** host:port of the tenant-registry's KeyService. */
   registryAddr: string;
   tenantFeed: TenantFeedConfig;
@@ -37,6 +40,8 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Ve
   return Object.freeze({
     grpcPort: r.port('VERIFIER_GRPC_PORT', DEFAULT_PORTS.VERIFIER_GRPC_PORT),
     httpPort: r.port('VERIFIER_HTTP_PORT', DEFAULT_PORTS.VERIFIER_HTTP_PORT),
+    grpcHost: r.bindHost('VERIFIER_GRPC_HOST'),
+    httpHost: r.bindHost('VERIFIER_HTTP_HOST'),
     registryAddr: tenantFeed.registryAddr,
     tenantFeed: Object.freeze(tenantFeed),
     internalToken: r.credential('INTERNAL_TOKEN'),

@@ -1,6 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from '@service-relay/core';
-import { grpcError } from '@service-relay/grpc';
+import { grpcError, hasInternalToken } from '@service-relay/grpc';
 import { toWire, type VerifyResponseWire } from '@service-relay/verifier-client';
 import type { TokenVerifier, VerifyOutcome } from './token/token-verifier';
 
@@ -19,10 +19,15 @@ function wire(outcome: VerifyOutcome): VerifyResponseWire | undefined {
   return 'unavailable' in outcome ? undefined : toWire(outcome);
 }
 
-/** relay.auth.v1.TokenVerifier: the transport around TokenVerifier, nothing more. */
-export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger): grpc.UntypedServiceImplementation {
+/**
+ * relay.auth.v1.TokenVerifier: the transport around TokenVerifier. Only
+ * services holding INTERNAL_TOKEN may ask: a verdict's `reason` separates
+ * unknown tenants from bad signatures, an oracle no outsider may query.
+ */
+export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, internalToken: string): grpc.UntypedServiceImplementation {
   return {
     Verify(call: grpc.ServerUnaryCall<{ token: string }, VerifyResponseWire>, cb: grpc.sendUnaryData<VerifyResponseWire>) {
+      if (!hasInternalToken(call.metadata, internalToken)) return cb(grpcError('invalid_internal_token'));
       const reply = (outcome: VerifyOutcome) => {
         const res = wire(outcome);
         if (res) cb(null, res);
@@ -34,6 +39,11 @@ export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger): 
     },
 
     VerifyStream(call: grpc.ServerDuplexStream<StreamRequest, StreamResponse>) {
+      if (!hasInternalToken(call.metadata, internalToken)) {
+        // grpc-js ends a server stream with the status of an 'error' it emits.
+        call.emit('error', grpcError('invalid_internal_token'));
+        return;
+      }
       let pending = 0;
       let ended = false;
       let closed = false;

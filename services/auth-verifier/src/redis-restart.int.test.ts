@@ -43,7 +43,7 @@ describe('a Redis restart in the middle of verification', () => {
       await server.start();
       buses.push(bus);
       servers.push(server);
-      clients.push(createVerifierClient({ address: `127.0.0.1:${server.grpcPort}`, deadlineMs: 5000 }));
+      clients.push(createVerifierClient({ address: `127.0.0.1:${server.grpcPort}`, internalToken: INTERNAL_TOKEN, deadlineMs: 5000 }));
     }
   });
 

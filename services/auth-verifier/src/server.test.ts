@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { createLogger } from '@service-relay/core';
-import { clientConstructor, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
+import { clientConstructor, internalMetadata, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
 import { MemoryTenantEventBus } from '@service-relay/tenant-events';
 import { signToken } from '@service-relay/testkit';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
@@ -32,7 +32,7 @@ describe('auth-verifier server (gRPC + ops, fake registry, in-process bus)', () 
     const config = loadConfig({ INTERNAL_TOKEN, REGISTRY_GRPC_ADDR: addr, VERIFIER_GRPC_PORT: '0', VERIFIER_HTTP_PORT: '0', LOG_LEVEL: 'debug' }, { standalone: false });
     server = createServer(config, { bus, logger });
     await server.start();
-    client = createVerifierClient({ address: `127.0.0.1:${server.grpcPort}`, deadlineMs: 3000 });
+    client = createVerifierClient({ address: `127.0.0.1:${server.grpcPort}`, internalToken: INTERNAL_TOKEN, deadlineMs: 3000 });
     const Ctor = clientConstructor(VERIFIER_PROTO, VERIFIER_SERVICE);
     unary = new Ctor(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure()) as never;
   });
@@ -44,14 +44,30 @@ describe('auth-verifier server (gRPC + ops, fake registry, in-process bus)', () 
     await registry.stop();
   });
 
-  const verifyUnary = (token: string) =>
+  const verifyUnary = (token: string, metadata = internalMetadata(INTERNAL_TOKEN)) =>
     new Promise<{ err: grpc.ServiceError | null; res: Record<string, unknown> | undefined }>((resolve) =>
-      (unary.Verify as (r: unknown, o: unknown, cb: (e: grpc.ServiceError | null, r?: Record<string, unknown>) => void) => void)(
+      (unary.Verify as (r: unknown, m: grpc.Metadata, o: unknown, cb: (e: grpc.ServiceError | null, r?: Record<string, unknown>) => void) => void)(
         { token },
+        metadata,
         { deadline: Date.now() + 3000 },
         (err, res) => resolve({ err, res }),
       ),
     );
+
+  it('answers neither RPC without the internal token: UNAUTHENTICATED, no verdict, no reason', async () => {
+    const token = signToken({ secret: tenant.primary.secret, tenantId: tenant.tenantId, userId: randomUUID() });
+    for (const md of [new grpc.Metadata(), internalMetadata(`${INTERNAL_TOKEN}x`), internalMetadata('')]) {
+      const { err, res } = await verifyUnary(token, md);
+      expect(err?.code).toBe(grpc.status.UNAUTHENTICATED);
+      expect(res).toBeUndefined();
+    }
+    const stranger = createVerifierClient({ address: `127.0.0.1:${server.grpcPort}`, internalToken: 'not-the-internal-token-0123456789abc', deadlineMs: 3000 });
+    try {
+      await expect(stranger.verify(token)).rejects.toMatchObject({ code: 'auth_unavailable' });
+    } finally {
+      stranger.close();
+    }
+  });
 
   it('Verify (unary) accepts a valid token and reports slot and key version', async () => {
     const userId = randomUUID();

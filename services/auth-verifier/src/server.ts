@@ -12,9 +12,10 @@ import {
   withTimeout,
   type Clock,
   type Logger,
+  type ReadinessCheck,
   type Service,
 } from '@service-relay/core';
-import { bindServer, HealthService, serviceDefinition, stopServer, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
+import { bindServer, grpcAddress, HealthService, serviceDefinition, stopServer, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeed } from '@service-relay/tenant-events';
 import type { VerifierConfig } from './config';
 import { tokenVerifierHandlers } from './grpc-handlers';
@@ -52,22 +53,28 @@ export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDep
   const registry = createMetricsRegistry('auth-verifier');
   feed.addMetrics(registry, 'relay_verifier');
   const metrics = createVerifierMetrics(registry);
-  const keySource = deps.keySource ?? defaultKeySource(config, feed, clock, logger, metrics.keys);
+  const parts = deps.keySource ? undefined : defaultKeySource(config, feed, clock, logger, metrics.keys);
+  const keySource = deps.keySource ?? parts!.source;
   const verifier = new TokenVerifier({ keySource, clock, maxLifetimeS: config.maxTokenLifetimeS, logger, observer: metrics.verification });
 
   // Callers hold one VerifyStream open for a long time and keep it alive with
   // pings (verifier-client: every 10 s); accept them instead of answering GOAWAY.
   const grpcServer = new grpc.Server({ 'grpc.keepalive_permit_without_calls': 1, 'grpc.http2.min_ping_interval_without_data_ms': 5_000 });
-  grpcServer.addService(serviceDefinition(VERIFIER_PROTO, VERIFIER_SERVICE), tokenVerifierHandlers(verifier, logger));
+  grpcServer.addService(serviceDefinition(VERIFIER_PROTO, VERIFIER_SERVICE), tokenVerifierHandlers(verifier, logger, config.internalToken));
   const health = new HealthService([VERIFIER_SERVICE]);
   health.addTo(grpcServer);
 
-  const readiness = async () => {
-    const [keys, busReady] = await Promise.all([keySource.readiness(), config.redis.url ? bus.ready() : Promise.resolve(true)]);
-    // The tenant feed's state is in /metrics, not here: without it the
-    // verifier still answers correctly (from the registry, or fails closed).
-    return config.redis.url ? { ...keys, bus: busReady } : keys;
-  };
+  // Each dependency is its own check with its own deadline (a hanging Redis
+  // must not hide a healthy registry). The tenant feed's state is in /metrics,
+  // not here: without it the verifier still answers correctly (from the
+  // registry, or fails closed).
+  const readiness: ReadinessCheck = parts
+    ? {
+        registry: () => parts.fetcher.ready(),
+        ...(parts.shared && { redis: () => parts.shared!.ready() }),
+        ...(config.redis.url && { bus: () => bus.ready() }),
+      }
+    : { keys: async () => Object.values(await keySource.readiness()).every(Boolean) };
   const http: HttpServer = createHttpServer((req, res) => {
     if (!handleOps(req, res, { metrics: registry, readiness })) sendJson(res, 404, errorBody('not_found'));
   });
@@ -86,9 +93,9 @@ export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDep
       // Until the feed is current the key source trusts no cache, so a slow
       // registry or bus delays nothing but caching.
       await Promise.all([feed.start(), withTimeout(bus.ready(), 5000).catch(() => logger.warn('tenant event bus not ready yet; polling the tenant feed until it is'))]);
-      grpcPort = await bindServer(grpcServer, `0.0.0.0:${config.grpcPort}`);
-      httpPort = await listen(http, config.httpPort);
-      logger.info({ grpc_port: grpcPort, http_port: httpPort, registry: config.registryAddr }, 'auth-verifier listening');
+      grpcPort = await bindServer(grpcServer, grpcAddress(config.grpcHost, config.grpcPort));
+      httpPort = await listen(http, config.httpPort, config.httpHost);
+      logger.info({ grpc_host: config.grpcHost, grpc_port: grpcPort, http_host: config.httpHost, http_port: httpPort, registry: config.registryAddr }, 'auth-verifier listening');
     },
     async stop() {
       health.setAll('NOT_SERVING');
@@ -102,7 +109,13 @@ export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDep
   };
 }
 
-function defaultKeySource(config: Readonly<VerifierConfig>, feed: TenantFeed, clock: Clock, logger: Logger, observer: KeySourceObserver): KeySource {
+function defaultKeySource(
+  config: Readonly<VerifierConfig>,
+  feed: TenantFeed,
+  clock: Clock,
+  logger: Logger,
+  observer: KeySourceObserver,
+): { source: KeySource; fetcher: RegistryKeyClient; shared: RedisKeyCache | undefined } {
   const ttlMs = config.keyCacheTtlS * 1000;
   let shared: RedisKeyCache | undefined;
   if (config.redis.url) {
@@ -115,13 +128,6 @@ function defaultKeySource(config: Readonly<VerifierConfig>, feed: TenantFeed, cl
       logger,
     });
   }
-  return new CachingKeySource({
-    fetcher: new RegistryKeyClient({ address: config.registryAddr, internalToken: config.internalToken, deadlineMs: REGISTRY_DEADLINE_MS, logger }),
-    shared,
-    feed,
-    clock,
-    logger,
-    ttlMs,
-    observer,
-  });
+  const fetcher = new RegistryKeyClient({ address: config.registryAddr, internalToken: config.internalToken, deadlineMs: REGISTRY_DEADLINE_MS, logger });
+  return { source: new CachingKeySource({ fetcher, shared, feed, clock, logger, ttlMs, observer }), fetcher, shared };
 }

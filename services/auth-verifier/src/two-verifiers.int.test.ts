@@ -34,7 +34,7 @@ describe('two verifiers on one Redis obey every tenant event as soon as the publ
       const server = createServer(loadConfig(env, { standalone: true }), { logger });
       await server.start();
       servers.push(server);
-      clients.push(createVerifierClient({ address: `127.0.0.1:${server.grpcPort}` }));
+      clients.push(createVerifierClient({ address: `127.0.0.1:${server.grpcPort}`, internalToken: INTERNAL_TOKEN }));
     }
   });
 

@@ -2,17 +2,19 @@ import { ConfigError } from '@service-relay/core';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config';
 
-const base = { INTERNAL_TOKEN: 'i'.repeat(32) };
+const base = { INTERNAL_TOKEN: 'int-9f2KqW7xLm3RbT8vNc5YhJ0dPe4sGa6u' };
 
 describe('loadConfig', () => {
   it('has the documented defaults and is frozen', () => {
     const c = loadConfig(base);
     expect(c).toMatchObject({
       port: 8080,
+      host: '127.0.0.1',
+      connectionLimits: { firstByteTimeoutMs: 10_000, maxConnections: 19_000, maxPerAddress: 1_000 },
+      maxRequestHeaders: 100,
       verifierAddr: '127.0.0.1:50051',
       registryUrl: 'http://127.0.0.1:8082',
       realtimeUrl: 'http://127.0.0.1:8081',
-      hostFetchRateLimit: 60,
       corsOrigins: [],
       upstreamTimeoutMs: 10_000,
       verifyDeadlineMs: 2000,
@@ -35,7 +37,10 @@ describe('loadConfig', () => {
     [{ ...base, GATEWAY_PORT: 'x' }, 'GATEWAY_PORT'],
     [{ ...base, REALTIME_URL: 'ftp://x' }, 'REALTIME_URL'],
     [{ ...base, VERIFIER_ADDR: 'nohost' }, 'VERIFIER_ADDR'],
-    [{ ...base, HOST_FETCH_RATE_LIMIT: '0' }, 'HOST_FETCH_RATE_LIMIT'],
+    [{ ...base, MAX_REQUEST_HEADERS: '5' }, 'MAX_REQUEST_HEADERS'],
+    [{ ...base, GATEWAY_HOST: 'not a host' }, 'GATEWAY_HOST'],
+    [{ ...base, FIRST_BYTE_TIMEOUT_MS: '0' }, 'FIRST_BYTE_TIMEOUT_MS'],
+    [{ INTERNAL_TOKEN: 'change-me-internal-token-at-least-32-chars' }, 'INTERNAL_TOKEN'],
     [{ ...base, CORS_ORIGINS: 'https://a.example/path' }, 'CORS_ORIGINS'],
     [{ ...base, TRUST_PROXY: 'maybe' }, 'TRUST_PROXY'],
   ])('names the bad variable (%o)', (env, variable) => {

@@ -1,7 +1,24 @@
-import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, readTenantFeedConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig } from '@service-relay/core';
+import {
+  ConfigError,
+  DEFAULT_PORTS,
+  EnvReader,
+  readConnectionLimits,
+  readRedisSettings,
+  readTenantFeedConfig,
+  requireRedisWhenAlone,
+  type ConnectionLimits,
+  type Env,
+  type RedisSettings,
+  type TenantFeedConfig,
+} from '@service-relay/core';
 
 export interface GatewayConfig {
   port: number;
+  /** GATEWAY_HOST (else BIND_HOST, else 127.0.0.1). */
+  host: string;
+  connectionLimits: ConnectionLimits;
+  /** Requests with more header fields than this are refused with 431 (MAX_REQUEST_HEADERS). */
+  maxRequestHeaders: number;
   verifierAddr: string;
   registryUrl: string;
   /** The registry's gRPC address and the lease of the tenant feed. */
@@ -9,8 +26,6 @@ export interface GatewayConfig {
   realtimeUrl: string;
   internalToken: string;
   redis: RedisSettings;
-  /** Host-sync fetches per minute per client address and tenant id. */
-  hostFetchRateLimit: number;
   /** Allowed browser origins; `'*'` allows any. Empty: no CORS headers at all. */
   corsOrigins: readonly string[] | '*';
   upstreamTimeoutMs: number;
@@ -38,13 +53,15 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Gate
   requireRedisWhenAlone(redis, opts.standalone ?? false);
   const config: GatewayConfig = {
     port: r.port('GATEWAY_PORT', DEFAULT_PORTS.GATEWAY_PORT),
+    host: r.bindHost('GATEWAY_HOST'),
+    connectionLimits: Object.freeze(readConnectionLimits(r)),
+    maxRequestHeaders: r.int('MAX_REQUEST_HEADERS', 100, 10, 1000),
     verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),
     tenantFeed: Object.freeze(readTenantFeedConfig(r)),
     registryUrl: stripSlash(r.url('REGISTRY_URL', ['http:', 'https:'], `http://127.0.0.1:${DEFAULT_PORTS.REGISTRY_HTTP_PORT}`)),
     realtimeUrl: stripSlash(r.url('REALTIME_URL', ['http:', 'https:'], `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`)),
     internalToken: r.credential('INTERNAL_TOKEN'),
     redis,
-    hostFetchRateLimit: r.int('HOST_FETCH_RATE_LIMIT', 60, 1, 1_000_000),
     corsOrigins: parseOrigins(r.optional('CORS_ORIGINS')),
     upstreamTimeoutMs: r.int('UPSTREAM_TIMEOUT_MS', 10_000, 100, 600_000),
     verifyDeadlineMs: r.int('VERIFY_DEADLINE_MS', 2000, 10, 60_000),

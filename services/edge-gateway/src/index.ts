@@ -3,5 +3,4 @@ export { createServer, type GatewayDeps, type GatewayServer } from './server';
 export { createApp, type AppOptions } from './http/create-app';
 export { createGatewayMetrics, type GatewayMetrics } from './http/gateway-metrics';
 export { MAX_API_BODY_BYTES } from './http/body-limit';
-export { createRateLimiter } from './rate-limit/rate-limiter';
 export { createUpstreamAgent } from './http/upstream-agent';

@@ -1,5 +1,5 @@
 import { createServer as createHttpServer } from 'node:http';
-import { closeServer, createLogger, createRedis, listen, systemClock, withTimeout, type Clock, type Logger, type Redis } from '@service-relay/core';
+import { closeServer, createLogger, guardConnections, listen, systemClock, withTimeout, type Clock, type Logger } from '@service-relay/core';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
 import { Authenticator } from './auth/authenticator';
@@ -9,7 +9,6 @@ import { createApp } from './http/create-app';
 import { createGatewayMetrics } from './http/gateway-metrics';
 import { gatewayReadiness } from './http/readiness';
 import { createUpstreamAgent } from './http/upstream-agent';
-import { createRateLimiter } from './rate-limit/rate-limiter';
 
 export interface GatewayDeps {
   /** The launcher's shared bus; the gateway then leaves closing it to the launcher. */
@@ -30,36 +29,34 @@ export interface GatewayServer {
 
 /** Bounds the verification cache; at ~300 bytes an entry this is a few tens of MB at most. */
 const AUTH_CACHE_MAX_ENTRIES = 100_000;
-const HOST_FETCH_WINDOW_MS = 60_000;
 
 export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): GatewayServer {
   const logger = deps.logger ?? createLogger({ service: 'edge-gateway', level: config.logLevel });
   const clock = deps.clock ?? systemClock;
   const bus = deps.bus ?? createTenantEventBus(config.redis, logger);
   const feed = deps.feed ?? createTenantFeed({ kind: 'edge-gateway', registryAddr: config.tenantFeed.registryAddr, internalToken: config.internalToken, leaseMs: config.tenantFeed.leaseMs, bus, clock, logger });
-  const verifier = deps.verifier ?? createVerifierClient({ address: config.verifierAddr, deadlineMs: config.verifyDeadlineMs, logger });
-  const redis: Redis | undefined = config.redis.url
-    ? // A slow Redis must not hold host fetches: past the deadline the in-process limiter decides.
-      createRedis(config.redis.url, { connectionName: 'gateway-rate-limit', commandTimeout: 500 })
-    : undefined;
-  redis?.on('error', (err: Error) => logger.debug({ err: err.message }, 'rate limiter redis error'));
+  const verifier = deps.verifier ?? createVerifierClient({ address: config.verifierAddr, internalToken: config.internalToken, deadlineMs: config.verifyDeadlineMs, logger });
 
   const metrics = createGatewayMetrics();
   feed.addMetrics(metrics.registry, 'relay_gateway');
   const cache = new VerificationCache({ ttlMs: config.authCacheTtlS * 1000, maxEntries: AUTH_CACHE_MAX_ENTRIES, clock });
   const authenticator = new Authenticator({ verifier, cache, feed, logger, observer: metrics.auth });
-  const rateLimiter = createRateLimiter({ limit: config.hostFetchRateLimit, windowMs: HOST_FETCH_WINDOW_MS, clock, logger, redis, prefix: config.redis.prefix });
   const agent = createUpstreamAgent();
   const app = createApp({
     config,
     logger,
     metrics,
-    rateLimiter,
     agent,
     authenticator,
     readiness: gatewayReadiness(verifier, { registry: config.registryUrl, realtime: config.realtimeUrl }),
   });
-  const server = createHttpServer(app);
+  // Node keeps only the first maxHeadersCount fields; one past the cap is
+  // enough for create-app to see the excess and answer 431. Truncation can
+  // drop a trailing Host, so Node must not answer a bare 400 for that first:
+  // create-app checks Host itself, after the count.
+  const server = createHttpServer({ requireHostHeader: false }, app);
+  server.maxHeadersCount = config.maxRequestHeaders + 1;
+  guardConnections(server, config.connectionLimits, logger);
   let port = 0;
 
   return {
@@ -72,8 +69,8 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
       // Connect the verifier channel now so the first request does not pay for it
       // (and cannot miss its deadline doing so); not fatal, checks fail closed until it is up.
       if (!(await verifier.ready())) logger.warn({ verifier: config.verifierAddr }, 'verifier not reachable at start');
-      port = await listen(server, config.port);
-      logger.info({ port, verifier: config.verifierAddr, registry: config.registryUrl, realtime: config.realtimeUrl }, 'edge-gateway listening');
+      port = await listen(server, config.port, config.host);
+      logger.info({ host: config.host, port, verifier: config.verifierAddr, registry: config.registryUrl, realtime: config.realtimeUrl }, 'edge-gateway listening');
     },
     async stop() {
       await closeServer(server);
@@ -82,7 +79,6 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
       if (!deps.feed) feed.close();
       if (!deps.verifier) verifier.close();
       if (!deps.bus) await bus.close();
-      redis?.disconnect();
     },
   };
 }

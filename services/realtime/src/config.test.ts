@@ -3,12 +3,14 @@ import { ConfigError } from '@service-relay/core';
 import { resolve } from 'node:path';
 import { loadConfig } from './config';
 
-const base = { INTERNAL_TOKEN: 'x'.repeat(32) };
+const base = { INTERNAL_TOKEN: 'int-9f2KqW7xLm3RbT8vNc5YhJ0dPe4sGa6u' };
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
     expect(loadConfig(base, { standalone: false })).toEqual({
       port: 8081,
+      host: '127.0.0.1',
+      connectionLimits: { firstByteTimeoutMs: 10_000, maxConnections: 19_000, maxPerAddress: 1_000 },
       verifierAddr: '127.0.0.1:50051',
       tenantFeed: { registryAddr: '127.0.0.1:50052', leaseMs: 2000 },
       internalToken: base.INTERNAL_TOKEN,

@@ -1,8 +1,22 @@
 import { join, resolve } from 'node:path';
-import { DEFAULT_PORTS, EnvReader, readRedisSettings, readTenantFeedConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig } from '@service-relay/core';
+import {
+  DEFAULT_PORTS,
+  EnvReader,
+  readConnectionLimits,
+  readRedisSettings,
+  readTenantFeedConfig,
+  requireRedisWhenAlone,
+  type ConnectionLimits,
+  type Env,
+  type RedisSettings,
+  type TenantFeedConfig,
+} from '@service-relay/core';
 
 export interface RealtimeConfig {
   port: number;
+  /** REALTIME_HOST (else BIND_HOST, else 127.0.0.1). */
+  host: string;
+  connectionLimits: ConnectionLimits;
   verifierAddr: string;
   /** The registry's gRPC address and the lease of the tenant feed. */
   tenantFeed: TenantFeedConfig;
@@ -27,6 +41,8 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
   requireRedisWhenAlone(redis, opts.standalone);
   return Object.freeze({
     port: r.port('REALTIME_PORT', DEFAULT_PORTS.REALTIME_PORT),
+    host: r.bindHost('REALTIME_HOST'),
+    connectionLimits: Object.freeze(readConnectionLimits(r)),
     verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),
     tenantFeed: Object.freeze(readTenantFeedConfig(r)),
     internalToken: r.credential('INTERNAL_TOKEN'),

@@ -1,5 +1,5 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { closeServer, createLogger, errorBody, handleOps, listen, withTimeout, type Clock, type Logger } from '@service-relay/core';
+import { closeServer, createLogger, errorBody, guardConnections, handleOps, listen, withTimeout, type Clock, type Logger } from '@service-relay/core';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -60,7 +60,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const messages =
     deps.messages ?? createMessageBus(config.redis, { retention, historyDir: config.historyDir, idempotencyWindowS: config.idempotencyWindowS, logger, ...(clock && { clock }) });
   const ownsVerifier = !deps.verifier;
-  const verifier = deps.verifier ?? createVerifierClient({ address: config.verifierAddr, deadlineMs: config.verifyDeadlineMs, logger });
+  const verifier = deps.verifier ?? createVerifierClient({ address: config.verifierAddr, internalToken: config.internalToken, deadlineMs: config.verifyDeadlineMs, logger });
   const registry = new ConnectionRegistry(verifier, metrics);
   const hub = new TopicHub(messages, metrics);
   const revocation = new Revocation(registry, logger);
@@ -88,11 +88,11 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   };
 
   const rest = createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes });
-  const readiness = async () => ({
-    verifier: await verifier.ready(),
-    messages: await messages.ready(),
-    tenant_events: await events.ready(),
-  });
+  const readiness = {
+    verifier: () => verifier.ready(),
+    messages: () => messages.ready(),
+    tenant_events: () => events.ready(),
+  };
   const server: Server = createHttpServer((req, res) => {
     if (handleOps(req, res, { metrics: metrics.registry, readiness })) return;
     if ((req.url ?? '').split('?', 1)[0] === '/ws') {
@@ -103,6 +103,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     }
     rest(req, res);
   });
+  // WebSockets keep their socket, so they count toward the caps for as long as they are open.
+  guardConnections(server, config.connectionLimits, logger);
   server.on('upgrade', createUpgradeHandler({ wss, registry, scheduler, metrics, logger, accept }));
 
   let port = config.port;
@@ -121,12 +123,12 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       // feed or bus that is not there yet is reported by /readyz, and until the
       // feed is current no publish is acknowledged.
       await Promise.all([feed.start(), withTimeout(events.ready(), 5000).catch(() => logger.warn('tenant event bus not ready at start; polling the tenant feed'))]);
-      port = await listen(server, config.port);
+      port = await listen(server, config.port, config.host);
       pinger = setInterval(() => {
         for (const c of connections) c.ping();
       }, deps.pingIntervalMs ?? 30_000);
       pinger.unref();
-      logger.info({ port, redis: config.redis.url !== undefined }, 'realtime listening');
+      logger.info({ host: config.host, port, redis: config.redis.url !== undefined }, 'realtime listening');
     },
     async stop() {
       if (pinger) clearInterval(pinger);

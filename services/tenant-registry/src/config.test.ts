@@ -5,8 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config';
 
 const BASE = {
-  ADMIN_TOKEN: 'a'.repeat(32),
-  INTERNAL_TOKEN: 'i'.repeat(32),
+  ADMIN_TOKEN: 'adm-3hT9wQ2zK7pR5vX1cN8mB4yL6fJ0sDgE',
+  INTERNAL_TOKEN: 'int-9f2KqW7xLm3RbT8vNc5YhJ0dPe4sGa6u',
   SECRETS_KEY: randomBytes(32).toString('base64'),
 };
 

@@ -9,6 +9,11 @@ export type DatabaseSettings =
 export interface RegistryConfig {
   httpPort: number;
   grpcPort: number;
+  /** REGISTRY_HTTP_HOST / REGISTRY_GRPC_HOST (else BIND_HOST, else 127.0.0.1). */
+  httpHost: string;
+  grpcHost: string;
+  /** Failed host-sync fetches per minute per client address and tenant id (HOST_FETCH_RATE_LIMIT). */
+  hostFetchRateLimit: number;
   dataDir: string;
   database: DatabaseSettings;
   redis: RedisSettings;
@@ -41,6 +46,9 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
   return Object.freeze({
     httpPort,
     grpcPort,
+    httpHost: r.bindHost('REGISTRY_HTTP_HOST'),
+    grpcHost: r.bindHost('REGISTRY_GRPC_HOST'),
+    hostFetchRateLimit: r.int('HOST_FETCH_RATE_LIMIT', 60, 1, 1_000_000),
     dataDir,
     database: Object.freeze(database),
     redis: Object.freeze(redis),

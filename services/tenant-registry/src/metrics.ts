@@ -1,7 +1,7 @@
 import { createMetricsRegistry } from '@service-relay/core';
 import { Counter, Histogram, type Registry } from 'prom-client';
 
-export type FetchResult = 'ok' | 'rejected' | 'error';
+export type FetchResult = 'ok' | 'rejected' | 'rate_limited' | 'error';
 export type KeyCallResult = 'found' | 'not_found' | 'unauthenticated' | 'error';
 export type FeedCallResult = 'ok' | 'reset' | 'invalid' | 'unauthenticated' | 'error';
 

@@ -1,7 +1,7 @@
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
-import { closeServer, createLogger, handleOps, listen, systemClock, type Clock, type Logger, type Service } from '@service-relay/core';
-import { bindServer, HealthService, REGISTRY_FEED_SERVICE, REGISTRY_KEYS_SERVICE, stopServer } from '@service-relay/grpc';
+import { closeServer, createLogger, createRateLimiter, createRedis, handleOps, listen, systemClock, type Clock, type Logger, type Redis, type Service } from '@service-relay/core';
+import { bindServer, grpcAddress, HealthService, REGISTRY_FEED_SERVICE, REGISTRY_KEYS_SERVICE, stopServer } from '@service-relay/grpc';
 import { createTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
 import type { RegistryConfig } from './config';
 import { TenantCrypto } from './crypto/tenant-crypto';
@@ -19,6 +19,7 @@ import { TenantAdmin } from './tenants/tenant-admin';
 /** The latest feed sequence is announced on the bus this often, so a consumer that missed a notice pulls at once. */
 const HEARTBEAT_MS = 1000;
 const PRUNE_EVERY_MS = 3_600_000;
+const HOST_FETCH_WINDOW_MS = 60_000;
 
 export interface RegistryDeps {
   /** The shared bus when every service runs in one process; else one is made from config.redis. */
@@ -48,11 +49,13 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
   let httpPort = 0;
   let grpcPort = 0;
 
-  const readiness = async (): Promise<Record<string, boolean>> => {
-    const checks: Record<string, boolean> = { database: (await db?.ping()) ?? false };
-    if (config.redis.url !== undefined) checks.tenant_events = await bus.ready();
-    return checks;
+  const readiness = {
+    database: async () => (await db?.ping()) ?? false,
+    ...(config.redis.url !== undefined && { tenant_events: () => bus.ready() }),
   };
+  // Failed host-sync fetches are counted in Redis when there is one (shared by
+  // replicas); a slow Redis must not hold fetches: past 500 ms the in-process counter decides.
+  let limiterRedis: Redis | undefined;
 
   const stop = async (): Promise<void> => {
     clearInterval(pruner);
@@ -62,6 +65,8 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
     await Promise.all([http && closeServer(http), rpc && stopServer(rpc)]);
     http = undefined;
     rpc = undefined;
+    limiterRedis?.disconnect();
+    limiterRedis = undefined;
     if (ownsBus) await bus.close();
     await db?.close();
     db = undefined;
@@ -86,7 +91,13 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
           feed.prune(config.feedRetentionMs).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'tenant feed prune failed'));
         }, PRUNE_EVERY_MS);
         pruner.unref();
+        if (config.redis.url) {
+          limiterRedis = createRedis(config.redis.url, { connectionName: 'registry-rate-limit', commandTimeout: 500 });
+          limiterRedis.on('error', (err: Error) => logger.debug({ err: err.message }, 'rate limiter redis error'));
+        }
+        const limiter = createRateLimiter({ limit: config.hostFetchRateLimit, windowMs: HOST_FETCH_WINDOW_MS, clock: deps.clock ?? systemClock, logger, redis: limiterRedis, prefix: config.redis.prefix });
         const app = createApp({
+          hostFetch: { limiter, internalToken: config.internalToken },
           admin: new TenantAdmin(store, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds)),
           hostSync: new HostSyncCheck(store, crypto.hostSync),
           adminToken: config.adminToken,
@@ -97,15 +108,15 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         http = createHttpServer((req, res) => {
           if (!handleOps(req, res, ops)) app(req, res);
         });
-        httpPort = await listen(http, config.httpPort);
+        httpPort = await listen(http, config.httpPort, config.httpHost);
         rpc = new grpc.Server();
         addKeyService(rpc, store, config.internalToken, metrics, logger);
         const p = propagation;
         addFeedService(rpc, store.feed, config.internalToken, () => p.progressed(), metrics, logger);
         health = new HealthService([REGISTRY_KEYS_SERVICE, REGISTRY_FEED_SERVICE]);
         health.addTo(rpc);
-        grpcPort = await bindServer(rpc, `0.0.0.0:${config.grpcPort}`);
-        logger.info({ http_port: httpPort, grpc_port: grpcPort, database: config.database.kind }, 'tenant-registry listening');
+        grpcPort = await bindServer(rpc, grpcAddress(config.grpcHost, config.grpcPort));
+        logger.info({ http_host: config.httpHost, http_port: httpPort, grpc_host: config.grpcHost, grpc_port: grpcPort, database: config.database.kind }, 'tenant-registry listening');
       } catch (err) {
         await stop().catch(() => {});
         throw err;

@@ -1,8 +1,9 @@
-import { createLogger, ManualClock } from '@service-relay/core';
 import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../clock';
+import { createLogger } from '../logger';
+import { createRedis } from '../redis';
+import { createRateLimiter } from './create-rate-limiter';
 import { MemoryRateLimiter } from './memory-rate-limiter';
-import { createRateLimiter } from './rate-limiter';
-import { createRedis } from '@service-relay/core';
 
 describe('MemoryRateLimiter', () => {
   it('allows `limit` hits per key per window and says when the window resets', async () => {

@@ -1,4 +1,4 @@
-import type { Clock } from '@service-relay/core';
+import type { Clock } from '../clock';
 import type { RateDecision, RateLimiter } from './rate-limiter';
 
 interface Window {

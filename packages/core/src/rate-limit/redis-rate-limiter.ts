@@ -1,4 +1,5 @@
-import type { Logger, Redis } from '@service-relay/core';
+import type { Logger } from '../logger';
+import type { Redis } from '../redis';
 import type { RateDecision, RateLimiter } from './rate-limiter';
 
 // One atomic step: count the hit and start the window on the first one. The
@@ -25,7 +26,7 @@ export interface RedisRateLimiterOptions {
 
 type HitCommand = (key: string, windowMs: number) => Promise<[number, number]>;
 
-/** Fixed-window counter shared by every gateway replica through Redis. */
+/** Fixed-window counter shared by every replica through Redis. */
 export class RedisRateLimiter implements RateLimiter {
   private readonly command: HitCommand;
   private degraded = false;

@@ -1,11 +1,9 @@
-import { createHash } from 'node:crypto';
 import type { Agent, IncomingMessage, ServerResponse } from 'node:http';
 import { handleOps, type Logger, type ReadinessCheck } from '@service-relay/core';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Authenticator } from '../auth/authenticator';
 import { bearerToken } from '../auth/bearer-token';
 import type { GatewayConfig } from '../config';
-import type { RateLimiter } from '../rate-limit/rate-limiter';
 import { declaredTooLarge, MAX_API_BODY_BYTES, MAX_HOST_FETCH_BODY_BYTES, readBodyLimited } from './body-limit';
 import { applyCors } from './cors';
 import type { GatewayMetrics } from './gateway-metrics';
@@ -14,10 +12,9 @@ import { INVALID_TOKEN_HEADERS, sendError } from './send-error';
 import { createUpstreamProxy, type ForwardFn } from './upstream-proxy';
 
 export interface AppOptions {
-  config: Pick<GatewayConfig, 'registryUrl' | 'realtimeUrl' | 'internalToken' | 'corsOrigins' | 'upstreamTimeoutMs' | 'trustProxy'>;
+  config: Pick<GatewayConfig, 'registryUrl' | 'realtimeUrl' | 'internalToken' | 'corsOrigins' | 'upstreamTimeoutMs' | 'trustProxy'> & Partial<Pick<GatewayConfig, 'maxRequestHeaders'>>;
   logger: Logger;
   metrics: GatewayMetrics;
-  rateLimiter: RateLimiter;
   readiness: ReadinessCheck;
   /** Keep-alive agent for both upstreams; the owner destroys it on stop. */
   agent: Agent;
@@ -29,10 +26,20 @@ export interface AppOptions {
   authenticate?: boolean;
 }
 
-const HOST_FETCH_PATH = '/api/host/tenants/:tenantId/jwt_secret/fetch';
+/**
+ * Matched on the raw path and never decoded: Express would decode a `:tenantId`
+ * parameter and throw on bad percent-encoding (`%ZZ` answered 500). Whatever
+ * the segment is, the registry judges it, and a non-canonical id is just an
+ * unknown tenant (the contract's byte-identical 401).
+ */
+const HOST_FETCH_PATH = /^\/api\/host\/tenants\/[^/]*\/jwt_secret\/fetch\/?$/;
+
+/** Default cap on request header fields (MAX_REQUEST_HEADERS); browsers send about 20. */
+const DEFAULT_MAX_REQUEST_HEADERS = 100;
 
 export function createApp(opts: AppOptions): Express {
-  const { config, logger, metrics, rateLimiter } = opts;
+  const { config, logger, metrics } = opts;
+  const maxHeaders = config.maxRequestHeaders ?? DEFAULT_MAX_REQUEST_HEADERS;
   const authenticate = opts.authenticate !== false;
   const authenticator = opts.authenticator;
   if (authenticate && !authenticator) throw new Error('createApp: an authenticator is required unless authenticate is false');
@@ -48,6 +55,15 @@ export function createApp(opts: AppOptions): Express {
 
   app.use((req: Request, res: Response, next: NextFunction) => {
     const ctx = beginRequest(req, res, { logger, metrics, trustProxy: config.trustProxy });
+    // Past the cap Node keeps only cap+1 fields (server.maxHeadersCount), so
+    // more than `maxHeaders` here means the client sent too many: forwarded,
+    // they overflowed realtime's parser, which dropped the trailing Host.
+    if (req.rawHeaders.length / 2 > maxHeaders) {
+      ctx.route = 'not_found';
+      return sendError(req, res, 'headers_too_large', { connection: 'close' });
+    }
+    // What Node's requireHostHeader did (turned off in server.ts, see there).
+    if (req.httpVersion === '1.1' && req.headers.host === undefined) return sendError(req, res, 'bad_request', { connection: 'close' });
     if (applyCors(req, res, config.corsOrigins)) {
       ctx.route = 'preflight';
       return;
@@ -59,18 +75,21 @@ export function createApp(opts: AppOptions): Express {
     next();
   });
 
-  app.all(HOST_FETCH_PATH, async (req: Request<{ tenantId: string }>, res: Response) => {
+  app.all(HOST_FETCH_PATH, async (req: Request, res: Response) => {
     const ctx = contextOf(req);
     ctx.route = 'host_fetch';
     if (req.method !== 'POST') return sendError(req, res, 'method_not_allowed', { allow: 'POST' });
-    // Before anything touches the registry, and for every tenant id alike, so
-    // the limit reveals nothing about which tenants exist.
-    const decision = await rateLimiter.hit(hostFetchKey(ctx.clientAddress, req.params.tenantId));
-    if (!decision.allowed) {
-      metrics.rateLimited();
-      return sendError(req, res, 'rate_limited', { 'retry-after': String(decision.retryAfterS) });
-    }
-    await forwardWithBody(req, res, MAX_HOST_FETCH_BODY_BYTES, toRegistry, { 'x-request-id': ctx.requestId });
+    // The registry rate-limits failed fetches (its own port is public too, so
+    // the rule lives in one place); it counts them per client address, which
+    // only the gateway knows, vouched for by the internal token.
+    res.once('finish', () => {
+      if (res.statusCode === 429) metrics.rateLimited();
+    });
+    await forwardWithBody(req, res, MAX_HOST_FETCH_BODY_BYTES, toRegistry, {
+      'x-request-id': ctx.requestId,
+      'x-internal-token': config.internalToken,
+      'x-relay-client-address': ctx.clientAddress,
+    });
   });
 
   app.use(async (req: Request, res: Response, next: NextFunction) => {
@@ -91,7 +110,8 @@ export function createApp(opts: AppOptions): Express {
         return sendError(req, res, 'auth_unavailable');
       }
       if (!result.valid) {
-        logger.debug({ request_id: ctx.requestId, reason: result.reason }, 'token refused');
+        // The verifier's reason code (never the token): why a client is refused is an operator's first question.
+        logger.info({ request_id: ctx.requestId, reason: result.reason }, 'token refused');
         return sendError(req, res, 'invalid_or_missing_token', INVALID_TOKEN_HEADERS);
       }
       const id = result.identity;
@@ -123,9 +143,4 @@ async function forwardWithBody(req: IncomingMessage, res: ServerResponse, limit:
   }
   if (body === undefined) return sendError(req, res, 'payload_too_large');
   forward(req, res, body, headers);
-}
-
-/** Hashed so that an arbitrary path segment cannot make keys arbitrarily long. */
-function hostFetchKey(clientAddress: string, tenantId: string): string {
-  return `host-fetch:${createHash('sha256').update(`${clientAddress}\n${tenantId}`).digest('base64url')}`;
 }

@@ -35,7 +35,8 @@ export interface HarnessOptions {
 
 /** A real gateway on port 0 in front of a fake verifier and two stub upstreams. */
 export async function startGatewayHarness(opts: HarnessOptions = {}): Promise<GatewayHarness> {
-  const verifier = opts.verifier ?? new FakeVerifier();
+  // Enforces the internal token like the real verifier, so a gateway that does not send it fails every test.
+  const verifier = opts.verifier ?? new FakeVerifier({ internalToken: TEST_INTERNAL_TOKEN });
   if (!opts.verifier) await verifier.start();
   const registry = opts.registry ?? (await startStubUpstream());
   const realtime = opts.realtime ?? (await startStubUpstream());

@@ -1,4 +1,4 @@
-import type { VerifiedIdentity, VerifierClient, VerifyResult } from '@service-relay/verifier-client';
+import type { CheckKind, VerifiedIdentity, VerifierClient, VerifyResult } from '@service-relay/verifier-client';
 import type { RealtimeMetrics } from '../metrics';
 
 /** What the registry and revocation need from a live connection. */
@@ -69,10 +69,10 @@ export class ConnectionRegistry {
   }
 
   /** Verifies a token; if a revocation happened during the check, checks again. Rejects like verify(). */
-  async verifyFresh(token: string): Promise<VerifyResult> {
+  async verifyFresh(token: string, kind: CheckKind = 'admission'): Promise<VerifyResult> {
     const start = this.epoch;
-    const first = await this.verifier.verify(token);
+    const first = await this.verifier.verify(token, kind);
     if (!first.valid || this.epoch === start) return first;
-    return this.verifier.verify(token);
+    return this.verifier.verify(token, kind);
   }
 }

@@ -50,6 +50,15 @@ export interface ConnectionContext {
 
 const ALWAYS = () => true;
 
+/**
+ * `auth` frames a connection may send per minute. A client refreshes once per
+ * token lifetime (minutes at least); a few retries on top fit easily. Each
+ * frame costs a verifier call, so the bound is what keeps one connection from
+ * starving everyone else's upgrades.
+ */
+export const AUTH_FRAMES_PER_MINUTE = 10;
+const AUTH_WINDOW_MS = 60_000;
+
 /** One authenticated WebSocket: its identity, token expiry, subscriptions and frames. */
 export class Connection implements TrackedConnection {
   /** Created on the first subscribe: most of an idle connection's memory is fixed cost. */
@@ -57,6 +66,10 @@ export class Connection implements TrackedConnection {
   private cancelExpiry: () => void = () => {};
   private closeCode: number | undefined;
   private corked = false;
+  /** One refresh at a time: a second `auth` while one is being checked is refused. */
+  private refreshing = false;
+  private authWindowStart = 0;
+  private authFrames = 0;
   /** Cleared on every ping, set by the pong; a peer that stays silent a whole interval is dead. */
   alive = true;
 
@@ -235,7 +248,12 @@ export class Connection implements TrackedConnection {
   }
 
   private async refresh(token: string, ref: Ref | undefined): Promise<void> {
-    const result = await this.ctx.registry.verifyFresh(token).catch((err: unknown) => err as RelayError);
+    if (this.refreshing || !this.takeAuthFrame()) return this.error('rate_limited', ref);
+    this.refreshing = true;
+    const result = await this.ctx.registry
+      .verifyFresh(token, 'refresh')
+      .catch((err: unknown) => err as RelayError)
+      .finally(() => (this.refreshing = false));
     if (this.closeCode !== undefined) return;
     if (result instanceof Error) return this.error(codeOf(result), ref);
     if (!result.valid) return this.error('invalid_or_missing_token', ref);
@@ -247,6 +265,18 @@ export class Connection implements TrackedConnection {
     this.token = token;
     this.armExpiry();
     this.send(replyFrame({ type: 'authenticated', expires_at: next.expiresAt }, ref));
+  }
+
+  /** Fixed one-minute windows on the scheduler's clock. */
+  private takeAuthFrame(): boolean {
+    const now = this.ctx.scheduler.now();
+    if (now - this.authWindowStart >= AUTH_WINDOW_MS) {
+      this.authWindowStart = now;
+      this.authFrames = 0;
+    }
+    if (this.authFrames >= AUTH_FRAMES_PER_MINUTE) return false;
+    this.authFrames++;
+    return true;
   }
 
   private armExpiry(): void {

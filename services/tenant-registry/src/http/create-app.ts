@@ -5,7 +5,7 @@ import type { RegistryMetrics } from '../metrics';
 import type { HostSyncCheck } from '../tenants/host-sync-check';
 import type { TenantAdmin } from '../tenants/tenant-admin';
 import { adminRouter } from './admin-router';
-import { hostSyncFetch } from './host-sync-fetch';
+import { hostSyncFetch, type HostFetchLimit } from './host-sync-fetch';
 import { sendError } from './send';
 
 export interface AppDeps {
@@ -14,6 +14,8 @@ export interface AppDeps {
   adminToken: string;
   metrics: RegistryMetrics;
   logger: Logger;
+  /** Failed host-sync fetches are rate-limited when given (the server always gives it). */
+  hostFetch?: HostFetchLimit;
 }
 
 // Same rule as the gateway, which sends its id upstream.
@@ -39,7 +41,7 @@ export function createApp(deps: AppDeps): express.Express {
     next();
   });
 
-  app.use(hostSyncFetch(deps.hostSync, deps.metrics, deps.logger));
+  app.use(hostSyncFetch(deps.hostSync, deps.metrics, deps.logger, deps.hostFetch));
   app.use('/admin', adminRouter(deps.admin, deps.adminToken, deps.metrics));
   app.use((_req, res) => sendError(res, 'not_found'));
 

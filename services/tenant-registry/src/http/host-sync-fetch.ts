@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import { errorBody, type Logger } from '@service-relay/core';
+import { errorBody, safeEqual, type Logger, type RateLimiter } from '@service-relay/core';
 import type { RegistryMetrics } from '../metrics';
 import type { HostSyncCheck } from '../tenants/host-sync-check';
 import { parseBasicAuthorization } from './basic-auth';
@@ -18,12 +19,26 @@ const FAILURE_HEADERS = {
   ...NO_CACHE,
 };
 
+/** Failed fetches are counted per client address and tenant id (HOST_FETCH_RATE_LIMIT per minute). */
+export interface HostFetchLimit {
+  limiter: RateLimiter;
+  /** The gateway proves with it that its x-relay-client-address is the real client's. */
+  internalToken: string;
+}
+
+const MAX_ADDRESS_LENGTH = 64;
+
 /**
  * POST /api/host/tenants/{tenant_id}/jwt_secret/fetch (seed section 4).
  * The tenant id is taken from the raw path, undecoded: anything that is not a
  * canonical UUID is simply a tenant that does not exist.
+ *
+ * Only failures count toward the rate limit, and the limit only ever turns a
+ * failure's 401 into a 429: a host presenting the right credential is served
+ * however many failures others caused from its address. Every failure,
+ * known or unknown tenant, is counted and answered alike.
  */
-export function hostSyncFetch(check: HostSyncCheck, metrics: RegistryMetrics, logger: Logger) {
+export function hostSyncFetch(check: HostSyncCheck, metrics: RegistryMetrics, logger: Logger, limit?: HostFetchLimit) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const m = FETCH_PATH.exec(req.path);
     if (!m) return next();
@@ -38,6 +53,13 @@ export function hostSyncFetch(check: HostSyncCheck, metrics: RegistryMetrics, lo
       return sendError(res, 'unavailable');
     }
     if (secret === undefined) {
+      if (limit) {
+        const decision = await limit.limiter.hit(limitKey(clientAddress(req, limit.internalToken), tenantId));
+        if (!decision.allowed) {
+          metrics.fetch('rate_limited');
+          return sendError(res, 'rate_limited', { ...NO_CACHE, 'retry-after': String(decision.retryAfterS) });
+        }
+      }
       metrics.fetch('rejected');
       res.writeHead(401, FAILURE_HEADERS);
       res.end(FAILURE_BODY);
@@ -48,4 +70,17 @@ export function hostSyncFetch(check: HostSyncCheck, metrics: RegistryMetrics, lo
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), ...NO_CACHE });
     res.end(body);
   };
+}
+
+/** The gateway's word for the client address when it proves itself, else the socket peer (a direct caller). */
+function clientAddress(req: Request, internalToken: string): string {
+  const claimed = req.headers['x-relay-client-address'];
+  const token = req.headers['x-internal-token'];
+  if (typeof claimed === 'string' && claimed.length <= MAX_ADDRESS_LENGTH && typeof token === 'string' && safeEqual(token, internalToken)) return claimed;
+  return req.socket.remoteAddress ?? 'unknown';
+}
+
+/** Hashed so that an arbitrary path segment cannot make keys arbitrarily long. */
+function limitKey(address: string, tenantId: string): string {
+  return `host-fetch:${createHash('sha256').update(`${address}\n${tenantId}`).digest('base64url')}`;
 }
