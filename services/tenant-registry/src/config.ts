@@ -18,6 +18,8 @@ export interface RegistryConfig {
   database: DatabaseSettings;
   redis: RedisSettings;
   adminToken: string;
+  /** ADMIN_TOKEN_NEXT: accepted beside adminToken while clients move to it (docs/OPERATIONS.md "Rotating ADMIN_TOKEN"). */
+  adminTokenNext: string | undefined;
   internalToken: string;
   /** 32 bytes; encrypts JWT secrets and keys the host-sync hash. */
   secretsKey: Buffer;
@@ -26,6 +28,10 @@ export interface RegistryConfig {
   propagationTimeoutMs: number;
   /** How long committed changes stay in the outbox (a consumer further behind resets). */
   feedRetentionMs: number;
+  /** How long admin audit rows are kept (pruned hourly). */
+  auditRetentionMs: number;
+  /** Failed admin authentications written to the audit log per minute; the rest are counted on the next row. */
+  auditUnauthenticatedPerMinute: number;
 }
 
 export interface LoadConfigOptions {
@@ -53,11 +59,14 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     database: Object.freeze(database),
     redis: Object.freeze(redis),
     adminToken: r.credential('ADMIN_TOKEN'),
+    adminTokenNext: r.raw('ADMIN_TOKEN_NEXT') === undefined ? undefined : r.credential('ADMIN_TOKEN_NEXT'),
     internalToken: r.credential('INTERNAL_TOKEN'),
     secretsKey: r.secretsKey(),
     logLevel: r.logLevel(),
     propagationTimeoutMs: r.int('PROPAGATION_TIMEOUT_MS', 3000, 100, 60_000),
     feedRetentionMs: r.int('FEED_RETENTION_S', 7 * 86_400, 60, 365 * 86_400) * 1000,
+    auditRetentionMs: r.int('AUDIT_RETENTION_DAYS', 90, 1, 3650) * 86_400_000,
+    auditUnauthenticatedPerMinute: r.int('AUDIT_UNAUTHENTICATED_PER_MINUTE', 10, 0, 1000),
   });
 }
 

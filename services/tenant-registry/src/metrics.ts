@@ -14,6 +14,7 @@ export class RegistryMetrics {
   private readonly feedCalls: Counter<'result'>;
   private readonly propagations: Counter<'result'>;
   private readonly propagationSeconds: Histogram;
+  private readonly auditWrites: Counter<'result'>;
 
   constructor() {
     this.registry = createMetricsRegistry('tenant-registry');
@@ -53,6 +54,16 @@ export class RegistryMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5],
       registers: [this.registry],
     });
+    this.auditWrites = new Counter({
+      name: 'relay_registry_audit_writes_total',
+      help: 'Admin audit rows by result: written, failed (logged; the call answered anyway) or suppressed (failed authentications over the per-minute limit)',
+      labelNames: ['result'],
+      registers: [this.registry],
+    });
+  }
+
+  auditWrite(result: 'written' | 'failed' | 'suppressed'): void {
+    this.auditWrites.inc({ result });
   }
 
   feedCall(result: FeedCallResult): void {

@@ -3,6 +3,9 @@ import * as grpc from '@grpc/grpc-js';
 import { closeServer, createLogger, createRateLimiter, createRedis, handleOps, listen, systemClock, type Clock, type Logger, type Redis, type Service } from '@service-relay/core';
 import { bindServer, grpcAddress, HealthService, REGISTRY_FEED_SERVICE, REGISTRY_KEYS_SERVICE, stopServer } from '@service-relay/grpc';
 import { createTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
+import { AdminTokens } from './audit/admin-tokens';
+import { AuditLog } from './audit/audit-log';
+import { AuditStore } from './audit/audit-store';
 import type { RegistryConfig } from './config';
 import { TenantCrypto } from './crypto/tenant-crypto';
 import { createDb } from './db/create-db';
@@ -87,10 +90,17 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         propagation = new Propagation(store.feed, bus, logger, config.propagationTimeoutMs);
         propagation.startHeartbeat(HEARTBEAT_MS);
         const feed = store.feed;
+        const audit = new AuditLog(new AuditStore(db), logger, {
+          unauthenticatedPerMinute: config.auditUnauthenticatedPerMinute,
+          ...(deps.clock ? { clock: deps.clock } : {}),
+          onWrite: (result) => metrics.auditWrite(result),
+        });
         pruner = setInterval(() => {
           feed.prune(config.feedRetentionMs).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'tenant feed prune failed'));
+          audit.prune(config.auditRetentionMs).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'audit log prune failed'));
         }, PRUNE_EVERY_MS);
         pruner.unref();
+        const adminTokens = new AdminTokens(config.adminToken, config.adminTokenNext);
         if (config.redis.url) {
           limiterRedis = createRedis(config.redis.url, { connectionName: 'registry-rate-limit', commandTimeout: 500 });
           limiterRedis.on('error', (err: Error) => logger.debug({ err: err.message }, 'rate limiter redis error'));
@@ -100,7 +110,8 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
           hostFetch: { limiter, internalToken: config.internalToken },
           admin: new TenantAdmin(store, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds)),
           hostSync: new HostSyncCheck(store, crypto.hostSync),
-          adminToken: config.adminToken,
+          adminTokens,
+          audit,
           metrics,
           logger,
         });
@@ -116,7 +127,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         health = new HealthService([REGISTRY_KEYS_SERVICE, REGISTRY_FEED_SERVICE]);
         health.addTo(rpc);
         grpcPort = await bindServer(rpc, grpcAddress(config.grpcHost, config.grpcPort));
-        logger.info({ http_host: config.httpHost, http_port: httpPort, grpc_host: config.grpcHost, grpc_port: grpcPort, database: config.database.kind }, 'tenant-registry listening');
+        logger.info({ http_host: config.httpHost, http_port: httpPort, grpc_host: config.grpcHost, grpc_port: grpcPort, database: config.database.kind, admin_tokens: adminTokens.actors }, 'tenant-registry listening');
       } catch (err) {
         await stop().catch(() => {});
         throw err;

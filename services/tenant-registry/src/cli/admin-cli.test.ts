@@ -97,13 +97,34 @@ describe('admin CLI commands', () => {
     expect(next.tenants[0]).not.toEqual(page.tenants[0]);
   });
 
+  it('prints the audit log, newest first, of one tenant or all, page by page', async () => {
+    const id = (JSON.parse((await run(['create-tenant'])).stdout) as { tenant_id: string }).tenant_id;
+    await run(['disable', id]);
+    await run(['enable', id]);
+    const res = await run(['audit', '--tenant', id, '--limit', '2']);
+    expect(res.code).toBe(0);
+    const page = JSON.parse(res.stdout) as { entries: Array<{ action: string; tenant_id: string; actor: string; status: number }>; next_cursor: string };
+    expect(page.entries.map((e) => [e.action, e.tenant_id, e.status])).toEqual([
+      ['enable', id, 200],
+      ['disable', id, 200],
+    ]);
+    expect(page.entries[0]!.actor).toMatch(/^current:[0-9a-f]{8}$/);
+    const rest = JSON.parse((await run(['audit', '--tenant', id, '--cursor', page.next_cursor])).stdout) as typeof page;
+    expect(rest.entries.map((e) => e.action)).toEqual(['create']);
+    expect(rest.next_cursor).toBeNull();
+    const all = JSON.parse((await run(['audit'])).stdout) as typeof page;
+    expect(all.entries[0]).toMatchObject({ action: 'audit', tenant_id: null });
+    expect(await run(['audit', '--tenant', 'nope'])).toEqual({ code: 1, stdout: '', stderr: 'error: "nope" is not a tenant id (400 invalid_tenant_id)' });
+    expect((await run(['audit', '--limit', '500'])).stderr).toBe('error: the registry answered 400 invalid_query');
+  });
+
   it('explains an unknown or malformed tenant id', async () => {
     expect(await run(['disable', UNKNOWN_ID])).toEqual({ code: 1, stdout: '', stderr: `error: no tenant ${UNKNOWN_ID} (404 tenant_not_found)` });
     expect(await run(['get-tenant', 'nope'])).toEqual({ code: 1, stdout: '', stderr: 'error: "nope" is not a tenant id (400 invalid_tenant_id)' });
   });
 
   it('refuses bad usage with exit 2 and prints help on request', async () => {
-    for (const argv of [[], ['bogus'], ['get-tenant'], ['disable', 'a', 'b'], ['create-tenant', 'x'], ['list-tenants', '--limit'], ['list-tenants', '--page', '2']]) {
+    for (const argv of [[], ['bogus'], ['get-tenant'], ['disable', 'a', 'b'], ['create-tenant', 'x'], ['list-tenants', '--limit'], ['list-tenants', '--page', '2'], ['audit', '--tenant'], ['audit', '--since', '1d'], ['audit', 'ID']]) {
       const res = await run(argv);
       expect(res.code, argv.join(' ')).toBe(2);
       expect(res.stdout).toBe('');
@@ -111,7 +132,7 @@ describe('admin CLI commands', () => {
     }
     const help = await run(['help']);
     expect(help.code).toBe(0);
-    for (const name of ['create-tenant', 'list-tenants', 'get-tenant', 'disable', 'enable', 'rotate-secret', 'expire-previous', 'revoke-all', 'rotate-host-sync']) {
+    for (const name of ['create-tenant', 'list-tenants', 'get-tenant', 'disable', 'enable', 'rotate-secret', 'expire-previous', 'revoke-all', 'rotate-host-sync', 'audit']) {
       expect(help.stdout).toContain(name);
     }
   });

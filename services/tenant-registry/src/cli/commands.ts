@@ -5,24 +5,36 @@ export interface CliOutput {
   err(text: string): void;
 }
 
+interface CliRequest {
+  method: string;
+  path: string;
+  /** The tenant id the command names, for error messages. */
+  tenant?: string | undefined;
+}
+
 interface Command {
   args: string;
   help: string;
-  request(args: string[]): { method: string; path: string };
+  request(args: string[]): CliRequest;
 }
 
-const tenantPath = (suffix: string) => (args: string[]) => ({ method: 'POST', path: `/admin/tenants/${encodeURIComponent(args[0]!)}${suffix}` });
+const tenantPath = (suffix: string) => (args: string[]) => ({ method: 'POST', path: `/admin/tenants/${encodeURIComponent(args[0]!)}${suffix}`, tenant: args[0] });
 
 export const COMMANDS: Record<string, Command> = {
   'create-tenant': { args: '', help: 'create a tenant; prints its host-sync credential (shown once)', request: () => ({ method: 'POST', path: '/admin/tenants' }) },
-  'list-tenants': { args: '[--limit N] [--cursor C]', help: 'list tenants, oldest first', request: listRequest },
-  'get-tenant': { args: 'ID', help: 'show one tenant', request: (args) => ({ method: 'GET', path: `/admin/tenants/${encodeURIComponent(args[0]!)}` }) },
+  'list-tenants': { args: '[--limit N] [--cursor C]', help: 'list tenants, oldest first', request: listRequest('list-tenants', '/admin/tenants', { '--limit': 'limit', '--cursor': 'cursor' }) },
+  'get-tenant': { args: 'ID', help: 'show one tenant', request: (args) => ({ method: 'GET', path: `/admin/tenants/${encodeURIComponent(args[0]!)}`, tenant: args[0] }) },
   disable: { args: 'ID', help: 'disable a tenant (its tokens and fetches are refused)', request: tenantPath('/disable') },
   enable: { args: 'ID', help: 'enable a disabled tenant', request: tenantPath('/enable') },
   'rotate-secret': { args: 'ID', help: 'new JWT primary; the old primary becomes the previous', request: tenantPath('/jwt_secret/rotate') },
   'expire-previous': { args: 'ID', help: 'stop accepting the previous JWT secret', request: tenantPath('/jwt_secret/expire_previous') },
   'revoke-all': { args: 'ID', help: 'incident: new primary, no previous, new host-sync secret', request: tenantPath('/jwt_secret/revoke_all') },
   'rotate-host-sync': { args: 'ID', help: 'new host-sync client secret (printed once)', request: tenantPath('/host_sync/rotate') },
+  audit: {
+    args: '[--tenant ID] [--limit N] [--cursor C]',
+    help: 'the admin audit log, newest first',
+    request: listRequest('audit', '/admin/audit', { '--tenant': 'tenant_id', '--limit': 'limit', '--cursor': 'cursor' }),
+  },
 };
 
 export function usage(): string {
@@ -40,16 +52,20 @@ export function usage(): string {
 
 class UsageError extends Error {}
 
-function listRequest(args: string[]): { method: string; path: string } {
-  const query = new URLSearchParams();
-  for (let i = 0; i < args.length; i += 2) {
-    const flag = args[i]!;
-    const value = args[i + 1];
-    if ((flag !== '--limit' && flag !== '--cursor') || value === undefined) throw new UsageError(`list-tenants takes --limit N and --cursor C, got ${JSON.stringify(flag)}`);
-    query.set(flag.slice(2), value);
-  }
-  const q = query.toString();
-  return { method: 'GET', path: `/admin/tenants${q ? `?${q}` : ''}` };
+/** A GET with flags as query parameters (`flags` maps each flag to its parameter). */
+function listRequest(name: string, path: string, flags: Record<string, string>) {
+  return (args: string[]): CliRequest => {
+    const query = new URLSearchParams();
+    for (let i = 0; i < args.length; i += 2) {
+      const flag = args[i]!;
+      const value = args[i + 1];
+      const param = Object.hasOwn(flags, flag) ? flags[flag] : undefined;
+      if (param === undefined || value === undefined) throw new UsageError(`${name} takes ${Object.keys(flags).join(', ')} with a value each, got ${JSON.stringify(flag)}`);
+      query.set(param, value);
+    }
+    const q = query.toString();
+    return { method: 'GET', path: `${path}${q ? `?${q}` : ''}`, tenant: query.get('tenant_id') ?? undefined };
+  };
 }
 
 /**
@@ -64,7 +80,7 @@ export async function runAdminCli(argv: string[], config: CliConfig, io: CliOutp
   }
   const command = COMMANDS[name];
   if (!command) return usageError(io, `unknown command ${JSON.stringify(name)}`);
-  let request: { method: string; path: string };
+  let request: CliRequest;
   try {
     if (command.args === 'ID' && args.length !== 1) throw new UsageError(`${name} takes exactly one tenant id`);
     if (command.args === '' && args.length !== 0) throw new UsageError(`${name} takes no arguments`);
@@ -113,7 +129,7 @@ export async function runAdminCli(argv: string[], config: CliConfig, io: CliOutp
     );
     return 3;
   }
-  io.err(`error: ${describeFailure(res.status, body, args[0])}`);
+  io.err(`error: ${describeFailure(res.status, body, request.tenant)}`);
   return 1;
 }
 

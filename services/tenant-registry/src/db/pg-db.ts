@@ -36,13 +36,20 @@ export class PgDb implements Db {
 
   private async inTransaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    let broken = false;
+    // A held client whose connection drops emits 'error' (the pool listens only
+    // to idle ones); unheard, that would crash the process. The failing query
+    // rejects anyway; the client is destroyed on release.
+    const onLost = () => {
+      broken = true;
+    };
+    client.on('error', onLost);
     const tx: Queryable = {
       query: async <R>(sql: string, params: readonly unknown[] = []) => (await client.query(sql, params as unknown[])).rows as R[],
       exec: async (sql: string) => {
         await client.query(sql);
       },
     };
-    let broken = false;
     try {
       await client.query('BEGIN');
       const result = await fn(tx);
@@ -55,6 +62,7 @@ export class PgDb implements Db {
       throw err;
     } finally {
       // A client whose rollback failed is in an unknown state: destroy it.
+      client.off('error', onLost);
       client.release(broken);
     }
   }

@@ -1,63 +1,95 @@
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
-import { httpStatusFor, isCanonicalUuid, RelayError, safeEqual, sendJson } from '@service-relay/core';
+import { errorBody, httpStatusFor, isCanonicalUuid, RelayError, sendJson, type ErrorCode, type Logger } from '@service-relay/core';
+import { UNAUTHENTICATED, type AdminTokens } from '../audit/admin-tokens';
+import type { AuditLog } from '../audit/audit-log';
 import type { RegistryMetrics } from '../metrics';
-import type { AdminOutcome, TenantAction, TenantAdmin } from '../tenants/tenant-admin';
+import type { AdminOutcome, TenantAdmin } from '../tenants/tenant-admin';
 import { toTenantView } from '../tenants/tenant';
+import { ACTIONS, describeAdminCall, type AdminCall } from './admin-call';
+import { decodeAuditCursor, encodeAuditCursor, toAuditView } from './audit-view';
 import { decodeCursor, encodeCursor, parseLimit } from './list-cursor';
-import { NO_STORE, sendError, sendMethodNotAllowed } from './send';
+import { errorCodeFor, NO_STORE } from './send';
 
 const BEARER = /^Bearer +(\S+) *$/i;
-
-/** POST paths under /admin/tenants/{id}/ and what they do. */
-const ACTIONS: ReadonlyArray<readonly [string, TenantAction]> = [
-  ['disable', 'disable'],
-  ['enable', 'enable'],
-  ['jwt_secret/rotate', 'rotate'],
-  ['jwt_secret/expire_previous', 'expire_previous'],
-  ['jwt_secret/revoke_all', 'revoke_all'],
-  ['host_sync/rotate', 'rotate_host_sync'],
-];
 
 // Admin calls take no body; a small limit keeps junk cheap to refuse.
 const rawBody = express.raw({ type: () => true, limit: 1024 });
 
-/** The admin API of CONTRACT.md, mounted at /admin. */
-export function adminRouter(admin: TenantAdmin, adminToken: string, metrics: RegistryMetrics): Router {
+export interface AdminRouterDeps {
+  admin: TenantAdmin;
+  adminTokens: AdminTokens;
+  audit: AuditLog;
+  metrics: RegistryMetrics;
+  logger: Logger;
+}
+
+/** Sends an admin answer; `error` is its error code, for the audit log. */
+type Answer = (req: Request, res: Response, status: number, body: unknown, headers?: Record<string, string>, error?: ErrorCode) => Promise<void>;
+
+/**
+ * The admin API of CONTRACT.md, mounted at /admin. Every answer, refusals
+ * included, goes out through `answer`, which records the call in the audit
+ * log first (docs/ARCHITECTURE.md "Admin audit log").
+ */
+export function adminRouter(deps: AdminRouterDeps): Router {
+  const { admin, adminTokens, audit, metrics, logger } = deps;
   const router = Router();
 
-  router.use((req, res, next) => {
+  const answer: Answer = async (req, res, status, body, headers = {}, error) => {
+    const call = (res.locals.call as AdminCall | undefined) ?? describeAdminCall(req.method, req.path);
+    const requestId = res.getHeader('x-request-id');
+    await audit.record({
+      actor: (res.locals.actor as string | undefined) ?? UNAUTHENTICATED,
+      action: call.action,
+      method: req.method.slice(0, 16),
+      tenantId: call.tenantId,
+      status,
+      error: error ?? null,
+      requestId: typeof requestId === 'string' ? requestId : '',
+      clientAddress: req.socket.remoteAddress ?? null,
+    });
+    sendJson(res, status, body, { ...NO_STORE, ...headers });
+  };
+  const fail = (req: Request, res: Response, code: ErrorCode, headers?: Record<string, string>) => answer(req, res, httpStatusFor(code), errorBody(code), headers, code);
+  const methodNotAllowed = (allow: string) => (req: Request, res: Response) => fail(req, res, 'method_not_allowed', { allow });
+
+  router.use(async (req, res, next) => {
+    res.locals.call = describeAdminCall(req.method, req.path);
     res.on('finish', () => metrics.adminRequest((res.locals.route as string | undefined) ?? 'unmatched', res.statusCode));
-    const m = BEARER.exec(req.headers.authorization ?? '');
-    if (!m || !safeEqual(m[1]!, adminToken)) {
+    const actor = adminTokens.identify(BEARER.exec(req.headers.authorization ?? '')?.[1]);
+    if (actor === undefined) {
       res.locals.route = 'unauthorized';
-      return sendError(res, 'invalid_admin_token', { 'www-authenticate': 'Bearer realm="service-relay"' });
+      return fail(req, res, 'invalid_admin_token', { 'www-authenticate': 'Bearer realm="service-relay"' });
     }
+    res.locals.actor = actor;
     next();
   });
 
   router
     .route('/tenants')
-    .post(named('create'), rawBody, requireEmptyBody, async (_req, res) => {
+    .post(named('create'), rawBody, requireEmptyBody, async (req, res) => {
       const created = await admin.create();
-      send(res, 201, created);
+      // The new tenant is what this call acted on.
+      res.locals.call = { ...(res.locals.call as AdminCall), tenantId: created.tenant.tenantId };
+      await answerChange(answer, req, res, 201, created);
     })
     .get(named('list'), async (req, res) => {
       const limit = parseLimit(req.query.limit);
       const cursor = req.query.cursor;
       if (cursor !== undefined && typeof cursor !== 'string') throw new RelayError('invalid_query');
       const page = await admin.list(limit, cursor === undefined ? undefined : decodeCursor(cursor));
-      sendJson(res, 200, { tenants: page.tenants.map(toTenantView), next_cursor: page.next ? encodeCursor(page.next) : null }, NO_STORE);
+      await answer(req, res, 200, { tenants: page.tenants.map(toTenantView), next_cursor: page.next ? encodeCursor(page.next) : null });
     })
-    .all((_req, res) => sendMethodNotAllowed(res, 'GET, POST'));
+    .all(methodNotAllowed('GET, POST'));
 
   router
     .route('/tenants/:id')
     .get(named('get'), async (req, res) => {
       const tenant = await admin.get(tenantIdParam(req));
       if (!tenant) throw new RelayError('tenant_not_found');
-      sendJson(res, 200, toTenantView(tenant), NO_STORE);
+      await answer(req, res, 200, toTenantView(tenant));
     })
-    .all((_req, res) => sendMethodNotAllowed(res, 'GET'));
+    .all(methodNotAllowed('GET'));
 
   for (const [path, action] of ACTIONS) {
     router
@@ -65,10 +97,31 @@ export function adminRouter(admin: TenantAdmin, adminToken: string, metrics: Reg
       .post(named(action), rawBody, requireEmptyBody, async (req, res) => {
         const change = await admin.apply(tenantIdParam(req), action);
         if (!change) throw new RelayError('tenant_not_found');
-        send(res, 200, change);
+        await answerChange(answer, req, res, 200, change);
       })
-      .all((_req, res) => sendMethodNotAllowed(res, 'POST'));
+      .all(methodNotAllowed('POST'));
   }
+
+  router
+    .route('/audit')
+    .get(named('audit'), async (req, res) => {
+      const limit = parseLimit(req.query.limit);
+      const { cursor, tenant_id: tenantId } = req.query;
+      if ((cursor !== undefined && typeof cursor !== 'string') || (tenantId !== undefined && typeof tenantId !== 'string')) throw new RelayError('invalid_query');
+      if (tenantId !== undefined && !isCanonicalUuid(tenantId)) throw new RelayError('invalid_tenant_id');
+      const page = await audit.list(limit, cursor === undefined ? undefined : decodeAuditCursor(cursor), tenantId);
+      await answer(req, res, 200, { entries: page.records.map(toAuditView), next_cursor: page.next === null ? null : encodeAuditCursor(page.next) });
+    })
+    .all(methodNotAllowed('GET'));
+
+  // Unknown paths under /admin, and every error a handler threw, are answered here so that they are recorded too.
+  router.use((req, res) => fail(req, res, 'not_found'));
+  router.use(async (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    if (res.headersSent) return;
+    const code = errorCodeFor(err);
+    if (code === 'internal') logger.error({ err }, 'request failed');
+    await fail(req, res, code);
+  });
 
   return router;
 }
@@ -107,19 +160,19 @@ function requireEmptyBody(req: Request, _res: Response, next: NextFunction): voi
  * bound answers 503 change_not_propagated with that same view (and a new
  * host-sync secret, which is shown only here) and the consumers still behind.
  */
-function send(res: Response, status: number, change: AdminOutcome): void {
+function answerChange(answer: Answer, req: Request, res: Response, status: number, change: AdminOutcome): Promise<void> {
   const view: Record<string, unknown> = { ...toTenantView(change.tenant) };
   if (change.hostSyncSecret !== undefined) view.host_sync_client_secret = change.hostSyncSecret;
   const p = change.propagation;
   if (p && !p.confirmed) {
-    res.setHeader('retry-after', '1');
-    sendJson(
+    return answer(
+      req,
       res,
       httpStatusFor('change_not_propagated'),
       { errors: ['change_not_propagated'], tenant: view, pending_consumers: p.pending.map((c) => ({ consumer_id: c.consumerId, kind: c.kind, applied_seq: c.appliedSeq })) },
-      NO_STORE,
+      { 'retry-after': '1' },
+      'change_not_propagated',
     );
-    return;
   }
-  sendJson(res, status, view, NO_STORE);
+  return answer(req, res, status, view);
 }

@@ -1,17 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { isRelayError, redactUrl, type Logger } from '@service-relay/core';
+import { redactUrl, type Logger } from '@service-relay/core';
+import type { AdminTokens } from '../audit/admin-tokens';
+import type { AuditLog } from '../audit/audit-log';
 import type { RegistryMetrics } from '../metrics';
 import type { HostSyncCheck } from '../tenants/host-sync-check';
 import type { TenantAdmin } from '../tenants/tenant-admin';
 import { adminRouter } from './admin-router';
 import { hostSyncFetch, type HostFetchLimit } from './host-sync-fetch';
-import { sendError } from './send';
+import { errorCodeFor, sendError } from './send';
 
 export interface AppDeps {
   admin: TenantAdmin;
   hostSync: HostSyncCheck;
-  adminToken: string;
+  adminTokens: AdminTokens;
+  audit: AuditLog;
   metrics: RegistryMetrics;
   logger: Logger;
   /** Failed host-sync fetches are rate-limited when given (the server always gives it). */
@@ -42,19 +45,14 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   app.use(hostSyncFetch(deps.hostSync, deps.metrics, deps.logger, deps.hostFetch));
-  app.use('/admin', adminRouter(deps.admin, deps.adminToken, deps.metrics));
+  app.use('/admin', adminRouter(deps));
   app.use((_req, res) => sendError(res, 'not_found'));
 
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     if (res.headersSent) return;
-    if (isRelayError(err)) return sendError(res, err.code);
-    // A path parameter that is not valid percent-encoding: the only parameter is the tenant id.
-    if (err instanceof URIError) return sendError(res, 'invalid_tenant_id');
-    const bodyError = err as { type?: unknown; status?: unknown };
-    if (bodyError.type === 'entity.too.large') return sendError(res, 'payload_too_large');
-    if (typeof bodyError.status === 'number' && bodyError.status >= 400 && bodyError.status < 500) return sendError(res, 'invalid_body');
-    deps.logger.error({ err }, 'request failed');
-    sendError(res, 'internal');
+    const code = errorCodeFor(err);
+    if (code === 'internal') deps.logger.error({ err }, 'request failed');
+    sendError(res, code);
   });
 
   return app;

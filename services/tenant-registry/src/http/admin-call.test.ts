@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { describeAdminCall } from './admin-call';
+
+const ID = '6f1d2a7e-3c1b-4e55-8a2f-0b9c8d7e6f50';
+
+describe('describeAdminCall', () => {
+  it.each([
+    ['POST', '/tenants', 'create', null],
+    ['GET', '/tenants', 'list', null],
+    ['HEAD', '/tenants/', 'list', null],
+    ['DELETE', '/tenants', 'unknown', null],
+    ['GET', `/tenants/${ID}`, 'get', ID],
+    ['POST', `/tenants/${ID}`, 'unknown', ID],
+    ['POST', `/tenants/${ID}/disable`, 'disable', ID],
+    ['POST', `/tenants/${ID}/enable`, 'enable', ID],
+    ['POST', `/tenants/${ID}/jwt_secret/rotate`, 'rotate', ID],
+    ['POST', `/tenants/${ID}/jwt_secret/expire_previous`, 'expire_previous', ID],
+    ['POST', `/TENANTS/${ID}/JWT_SECRET/REVOKE_ALL/`, 'revoke_all', ID],
+    ['POST', `/tenants/${ID}/host_sync/rotate`, 'rotate_host_sync', ID],
+    ['GET', `/tenants/${ID}/disable`, 'unknown', ID],
+    ['POST', `/tenants/${ID.toUpperCase()}/disable`, 'disable', null],
+    ['POST', '/tenants/%ZZ/disable', 'disable', null],
+    ['POST', `/tenants/${ID}/jwt_secret`, 'unknown', ID],
+    ['GET', '/audit', 'audit', null],
+    ['POST', '/audit', 'unknown', null],
+    ['GET', '/', 'unknown', null],
+    ['GET', '/nope', 'unknown', null],
+  ])('%s %s is %s on %s', (method, path, action, tenantId) => {
+    expect(describeAdminCall(method, path)).toEqual({ action, tenantId });
+  });
+});

@@ -1,0 +1,40 @@
+import { isCanonicalUuid } from '@service-relay/core';
+import type { TenantAction } from '../tenants/tenant-admin';
+
+/** POST paths under /admin/tenants/{id}/ and what they do. */
+export const ACTIONS: ReadonlyArray<readonly [string, TenantAction]> = [
+  ['disable', 'disable'],
+  ['enable', 'enable'],
+  ['jwt_secret/rotate', 'rotate'],
+  ['jwt_secret/expire_previous', 'expire_previous'],
+  ['jwt_secret/revoke_all', 'revoke_all'],
+  ['host_sync/rotate', 'rotate_host_sync'],
+];
+
+export interface AdminCall {
+  /** The route's name (create, list, get, audit, or a TenantAction), or "unknown". */
+  action: string;
+  /** The tenant the path names, when it is a well-formed id. */
+  tenantId: string | null;
+}
+
+const ACTION_BY_SUFFIX = new Map(ACTIONS);
+
+/**
+ * What an admin request asks for, from its method and path under /admin,
+ * known before authentication so that a refused call is recorded with what
+ * it tried. Matches as the router does (case-insensitive, one trailing slash).
+ */
+export function describeAdminCall(method: string, path: string): AdminCall {
+  const segments = path.replace(/\/$/, '').split('/').slice(1);
+  const [first, id, ...rest] = segments;
+  const head = first?.toLowerCase();
+  const m = method === 'HEAD' ? 'GET' : method;
+  if (head === 'audit' && segments.length === 1) return { action: m === 'GET' ? 'audit' : 'unknown', tenantId: null };
+  if (head !== 'tenants') return { action: 'unknown', tenantId: null };
+  if (id === undefined) return { action: m === 'POST' ? 'create' : m === 'GET' ? 'list' : 'unknown', tenantId: null };
+  const tenantId = isCanonicalUuid(id) ? id : null;
+  if (rest.length === 0) return { action: m === 'GET' ? 'get' : 'unknown', tenantId };
+  const action = m === 'POST' ? ACTION_BY_SUFFIX.get(rest.join('/').toLowerCase()) : undefined;
+  return { action: action ?? 'unknown', tenantId };
+}
