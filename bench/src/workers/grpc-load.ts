@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { performance } from 'node:perf_hooks';
-import { clientConstructor, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
+import { clientConstructor, VERIFIER_PROTO, VERIFIER_SERVICE, type VerifyStreamResponse } from '@service-relay/grpc';
 import { echoService } from '../lib/echo-proto';
 import { signTokens, type TenantKey } from '../lib/tokens';
 import { serveWorker } from '../lib/worker-runtime';
@@ -21,19 +21,13 @@ interface RunArgs {
   ms: number;
 }
 
-interface StreamResponse {
-  id: number;
-  result: { valid: boolean; reason: string } | null;
-  unavailable: boolean;
-}
-
 let tokens: string[] = [];
 
 async function run(args: RunArgs): Promise<{ rate: number; invalid: number; firstReason?: string }> {
   if (tokens.length === 0) tokens = signTokens(args.key, 1024);
   const Ctor = args.target === 'verifier' ? clientConstructor(VERIFIER_PROTO, VERIFIER_SERVICE) : echoService();
   const method = args.target === 'verifier' ? 'VerifyStream' : 'EchoStream';
-  const client = new Ctor(args.address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, () => grpc.ClientDuplexStream<unknown, StreamResponse>>;
+  const client = new Ctor(args.address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, () => grpc.ClientDuplexStream<unknown, VerifyStreamResponse>>;
   await new Promise<void>((resolve, reject) => client.waitForReady(Date.now() + 5000, (err) => (err ? reject(err) : resolve())));
   const stream = client[method]!();
   let sent = 0;
@@ -49,7 +43,7 @@ async function run(args: RunArgs): Promise<{ rate: number; invalid: number; firs
     stream.on('end', () => resolve());
   });
   done.catch(() => {});
-  stream.on('data', (msg: StreamResponse) => {
+  stream.on('data', (msg: VerifyStreamResponse) => {
     received += 1;
     if (msg.unavailable || !msg.result?.valid) {
       invalid += 1;

@@ -2,3 +2,4 @@ export * from './protos';
 export * from './health';
 export * from './server';
 export * from './registry-keys-wire';
+export * from './verifier-wire';

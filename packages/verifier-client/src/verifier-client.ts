@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { RelayError, type Logger } from '@service-relay/core';
-import { clientConstructor, internalMetadata, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
-import { fromWire, type VerifyResponseWire, type VerifyResult } from './verify-result';
+import { clientConstructor, internalMetadata, VERIFIER_PROTO, VERIFIER_SERVICE, type VerifyStreamRequest, type VerifyStreamResponse } from '@service-relay/grpc';
+import { fromWire, type VerifyResult } from './verify-result';
 
 export interface VerifierClientOptions {
   /** host:port of the auth-verifier's gRPC server. */
@@ -39,12 +39,6 @@ interface Pending {
   deadline: number;
 }
 
-interface StreamResponse {
-  id: number;
-  result: VerifyResponseWire | null;
-  unavailable: boolean;
-}
-
 /**
  * Sends checks over one long-lived VerifyStream (a unary call per check costs
  * several times the check itself). A broken stream fails every pending check
@@ -53,7 +47,7 @@ interface StreamResponse {
 export class StreamingVerifierClient implements VerifierClient {
   private readonly client: grpc.Client & Record<string, (...args: unknown[]) => unknown>;
   private readonly pending = new Map<number, Pending>();
-  private stream: grpc.ClientDuplexStream<{ id: number; token: string }, StreamResponse> | undefined;
+  private stream: grpc.ClientDuplexStream<VerifyStreamRequest, VerifyStreamResponse> | undefined;
   private nextId = 1;
   private readonly deadlineMs: number;
   private readonly maxInFlight: number;
@@ -116,10 +110,10 @@ export class StreamingVerifierClient implements VerifierClient {
     this.client.close();
   }
 
-  private openStream(): grpc.ClientDuplexStream<{ id: number; token: string }, StreamResponse> {
+  private openStream(): grpc.ClientDuplexStream<VerifyStreamRequest, VerifyStreamResponse> {
     if (this.stream) return this.stream;
-    const stream = (this.client.VerifyStream as (md: grpc.Metadata) => grpc.ClientDuplexStream<{ id: number; token: string }, StreamResponse>)(this.metadata);
-    stream.on('data', (msg: StreamResponse) => {
+    const stream = (this.client.VerifyStream as (md: grpc.Metadata) => grpc.ClientDuplexStream<VerifyStreamRequest, VerifyStreamResponse>)(this.metadata);
+    stream.on('data', (msg: VerifyStreamResponse) => {
       const p = this.settle(msg.id);
       if (!p) return;
       if (msg.unavailable || !msg.result) p.reject(new RelayError('auth_unavailable', 'verifier could not decide'));

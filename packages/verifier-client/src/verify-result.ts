@@ -1,3 +1,5 @@
+import type { VerifyResponseWire } from '@service-relay/grpc';
+
 export type KeySlot = 'primary' | 'previous';
 
 export interface VerifiedIdentity {
@@ -12,16 +14,6 @@ export interface VerifiedIdentity {
 
 export type VerifyResult = { valid: true; identity: VerifiedIdentity } | { valid: false; reason: string };
 
-/** The wire shape of relay.auth.v1.VerifyResponse as proto-loader gives it. */
-export interface VerifyResponseWire {
-  valid: boolean;
-  tenant_id: string;
-  user_id: string;
-  expires_at: number;
-  key_slot: 'KEY_SLOT_UNSPECIFIED' | 'KEY_SLOT_PRIMARY' | 'KEY_SLOT_PREVIOUS';
-  key_version: number;
-  reason: string;
-}
 
 export function fromWire(r: VerifyResponseWire): VerifyResult {
   if (!r.valid) return { valid: false, reason: r.reason || 'invalid' };

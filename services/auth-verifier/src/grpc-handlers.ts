@@ -1,19 +1,8 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from '@service-relay/core';
-import { grpcError, hasInternalToken } from '@service-relay/grpc';
-import { toWire, type VerifyResponseWire } from '@service-relay/verifier-client';
+import { grpcError, hasInternalToken, type VerifyRequest, type VerifyResponseWire, type VerifyStreamRequest, type VerifyStreamResponse } from '@service-relay/grpc';
+import { toWire } from '@service-relay/verifier-client';
 import type { TokenVerifier, VerifyOutcome } from './token/token-verifier';
-
-interface StreamRequest {
-  id: number;
-  token: string;
-}
-
-interface StreamResponse {
-  id: number;
-  result: VerifyResponseWire | null;
-  unavailable: boolean;
-}
 
 function wire(outcome: VerifyOutcome): VerifyResponseWire | undefined {
   return 'unavailable' in outcome ? undefined : toWire(outcome);
@@ -26,7 +15,7 @@ function wire(outcome: VerifyOutcome): VerifyResponseWire | undefined {
  */
 export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, internalToken: string): grpc.UntypedServiceImplementation {
   return {
-    Verify(call: grpc.ServerUnaryCall<{ token: string }, VerifyResponseWire>, cb: grpc.sendUnaryData<VerifyResponseWire>) {
+    Verify(call: grpc.ServerUnaryCall<VerifyRequest, VerifyResponseWire>, cb: grpc.sendUnaryData<VerifyResponseWire>) {
       if (!hasInternalToken(call.metadata, internalToken)) return cb(grpcError('invalid_internal_token'));
       const reply = (outcome: VerifyOutcome) => {
         const res = wire(outcome);
@@ -38,7 +27,7 @@ export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, i
       else reply(r);
     },
 
-    VerifyStream(call: grpc.ServerDuplexStream<StreamRequest, StreamResponse>) {
+    VerifyStream(call: grpc.ServerDuplexStream<VerifyStreamRequest, VerifyStreamResponse>) {
       if (!hasInternalToken(call.metadata, internalToken)) {
         // grpc-js ends a server stream with the status of an 'error' it emits.
         call.emit('error', grpcError('invalid_internal_token'));
@@ -60,7 +49,7 @@ export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, i
       };
       // Each request is answered as soon as its own verdict is ready: one slow
       // key fetch never holds back the checks behind it.
-      call.on('data', (req: StreamRequest) => {
+      call.on('data', (req: VerifyStreamRequest) => {
         const r = verifier.verify(req.token ?? '');
         if (!(r instanceof Promise)) return send(req.id, r);
         pending++;

@@ -1,0 +1,27 @@
+/** relay.auth.v1 messages as proto-loader hands them over (PROTO_OPTIONS). */
+export interface VerifyRequest {
+  token: string;
+}
+
+export interface VerifyResponseWire {
+  valid: boolean;
+  tenant_id: string;
+  user_id: string;
+  expires_at: number;
+  key_slot: 'KEY_SLOT_UNSPECIFIED' | 'KEY_SLOT_PRIMARY' | 'KEY_SLOT_PREVIOUS';
+  key_version: number;
+  reason: string;
+}
+
+export interface VerifyStreamRequest {
+  id: number;
+  token: string;
+}
+
+export interface VerifyStreamResponse {
+  id: number;
+  /** Null when `unavailable`. */
+  result: VerifyResponseWire | null;
+  /** The verifier could not decide; the caller fails closed. */
+  unavailable: boolean;
+}
