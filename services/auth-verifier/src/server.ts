@@ -23,7 +23,7 @@ import { CachingKeySource } from './keys/caching-key-source';
 import { KeyCipher } from './keys/key-cipher';
 import type { KeySource, KeySourceObserver } from './keys/key-source';
 import { RedisKeyCache } from './keys/redis-key-cache';
-import { RegistryKeyClient } from './keys/registry-key-client';
+import { RegistryKeyClient } from './grpc/registry-key-client';
 import { createVerifierMetrics } from './metrics';
 import { TokenVerifier } from './token/token-verifier';
 

@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { RelayError, type Logger } from '@service-relay/core';
 import { clientConstructor, internalMetadata, REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE, type GetTenantKeysResponse, type SigningKeyMessage } from '@service-relay/grpc';
 import type { TenantKeysData } from '../token/tenant-keys';
-import type { KeyFetcher } from './key-fetcher';
+import type { KeyFetcher } from '../keys/key-fetcher';
 
 type Unary = (req: { tenant_id: string }, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: GetTenantKeysResponse) => void) => void;
 
