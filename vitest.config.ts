@@ -1,9 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
-// Four named suites. `npm test` runs all of them:
-// - unit:   pure logic and in-process drivers (embedded PGlite, in-memory bus)
+// Five named suites. `npm test` runs all of them:
+// - unit:   pure logic and in-process drivers (embedded PGlite, in-memory bus),
+//           and the property-based tests beside the code (*.fuzz.test.ts, *.property.test.ts)
 // - int:    the same contract suites against the real PostgreSQL and Redis
 // - e2e:    whole-stack tests that spawn every service as its own process
+// - attack: the whole stack as processes under hostile clients (`npm run attack`)
 // - faults: the distributed deployment on a private Redis and PostgreSQL that
 //           the tests kill, freeze and restart (`npm run faults`)
 const common = {
@@ -38,10 +40,24 @@ export default defineConfig({
           ...common,
           name: 'e2e',
           include: ['tests/**/*.test.ts'],
-          exclude: ['tests/faults/**', '**/node_modules/**'],
+          exclude: ['tests/faults/**', 'tests/attack/**', '**/node_modules/**'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
           fileParallelism: false,
+          globalSetup: ['packages/testkit/src/require-backends.ts'],
+        },
+      },
+      {
+        test: {
+          ...common,
+          name: 'attack',
+          include: ['tests/attack/**/*.test.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+          // After unit/int/e2e, before faults: its "others are still served
+          // promptly" checks should not compete with other stacks for the CPU.
+          sequence: { groupOrder: 1 },
           globalSetup: ['packages/testkit/src/require-backends.ts'],
         },
       },
@@ -56,7 +72,7 @@ export default defineConfig({
           // Under `npm test`, after the other suites rather than beside them: its
           // timing assertions (a revoked connection closes within one second)
           // should not compete with them for the CPU.
-          sequence: { groupOrder: 1 },
+          sequence: { groupOrder: 2 },
           // Runs its own Redis and PostgreSQL: needs the binaries, not the shared servers.
           globalSetup: ['tests/faults/support/require-binaries.ts'],
         },

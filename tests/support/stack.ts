@@ -11,6 +11,8 @@ export interface Stack {
   /** ws://…/ws of each realtime instance. */
   realtimeWs: string[];
   processes: Record<string, ManagedProcess>;
+  /** GET /healthz of every service, by process name. */
+  health: Record<string, string>;
   /** Starts a stopped service again and waits until it is healthy. */
   restart(name: string): Promise<void>;
   /** Runs the admin CLI exactly as an operator would. */
@@ -97,6 +99,7 @@ export async function startStack(): Promise<Stack> {
     registryUrl,
     realtimeWs: ports.realtime.map((p) => `ws://127.0.0.1:${p}/ws`),
     processes: procs,
+    health,
     restart: startOne,
     admin: (...args: string[]) => runCommand(process.execPath, [...TSX, 'services/tenant-registry/src/cli/admin-cli.ts', ...args], { REGISTRY_URL: registryUrl, ADMIN_TOKEN: adminToken }),
     allLogs: () => Object.values(procs).map((p) => p.logs).join('\n'),
