@@ -63,14 +63,17 @@ async function main(): Promise<Running> {
 
     const storage = env.DATABASE_URL ? 'PostgreSQL from DATABASE_URL' : `embedded PostgreSQL in ${resolve(dataDir, 'pg')}`;
     const busNote = env.REDIS_URL ? 'Redis from REDIS_URL' : 'in-process cache and bus';
+    // What is really bound: each listener's configured address (0.0.0.0 or :: means every interface).
+    const at = (host: string, port: number) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
+    const c = configs;
     process.stdout.write(
       [
         '',
         `service-relay is running (${storage}; ${busNote})`,
-        `  edge-gateway     http://127.0.0.1:${gw.port}          REST API and host-sync fetch`,
-        `  realtime         ws://127.0.0.1:${rt.port}/ws         WebSocket (REST side for the gateway only)`,
-        `  tenant-registry  http://127.0.0.1:${reg.httpPort}          admin API; gRPC key API on 127.0.0.1:${reg.grpcPort}`,
-        `  auth-verifier    grpc 127.0.0.1:${ver.grpcPort}          health and metrics on http://127.0.0.1:${ver.httpPort}`,
+        `  edge-gateway     http://${at(c.gateway.host, gw.port)}          REST API and host-sync fetch`,
+        `  realtime         ws://${at(c.realtime.host, rt.port)}/ws         WebSocket (REST side for the gateway only)`,
+        `  tenant-registry  http://${at(c.registry.httpHost, reg.httpPort)}          admin API; gRPC key API on ${at(c.registry.grpcHost, reg.grpcPort)}`,
+        `  auth-verifier    grpc ${at(c.verifier.grpcHost, ver.grpcPort)}          health and metrics on http://${at(c.verifier.httpHost, ver.httpPort)}`,
         `  admin token      ADMIN_TOKEN ${secretsNote}`,
         '',
         'Next: npm run admin -- create-tenant     (Ctrl-C stops everything)',

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEnvFile } from '@service-relay/core';
@@ -24,7 +25,15 @@ interface ComposeService {
 }
 
 const compose = parse(readFileSync(join(REPO_ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, ComposeService> };
-const envFile = parseEnvFile(readFileSync(join(REPO_ROOT, '.env.example'), 'utf8'));
+const exampleFile = parseEnvFile(readFileSync(join(REPO_ROOT, '.env.example'), 'utf8'));
+// .env.example holds placeholders that every service refuses at start; an
+// operator replaces them. The checks below run on generated values of the same shape.
+const envFile: Record<string, string> = {
+  ...exampleFile,
+  ADMIN_TOKEN: randomBytes(32).toString('base64url'),
+  INTERNAL_TOKEN: randomBytes(32).toString('base64url'),
+  SECRETS_KEY: randomBytes(32).toString('base64'),
+};
 const interpolate = (v: string) => v.replace(/\$\{(\w+)\}/g, (_m, name: string) => envFile[name] ?? '');
 
 /** The environment a container of `name` starts with. */
@@ -48,6 +57,30 @@ describe('docker-compose.yml', () => {
     realtime: () => realtime.loadConfig(containerEnv('realtime'), { standalone: true }),
     'edge-gateway': () => gateway.loadConfig(containerEnv('edge-gateway'), { standalone: true }),
   };
+
+  it('refuses to start any service with the placeholder secrets of .env.example', () => {
+    for (const [name, load] of Object.entries(apps)) {
+      const env = { ...containerEnv(name), ADMIN_TOKEN: exampleFile.ADMIN_TOKEN!, INTERNAL_TOKEN: exampleFile.INTERNAL_TOKEN!, SECRETS_KEY: exampleFile.SECRETS_KEY! };
+      const loaders: Record<string, () => unknown> = {
+        'tenant-registry': () => registry.loadConfig(env, { standalone: true }),
+        'auth-verifier': () => verifier.loadConfig(env, { standalone: true }),
+        realtime: () => realtime.loadConfig(env, { standalone: true }),
+        'edge-gateway': () => gateway.loadConfig(env, { standalone: true }),
+      };
+      expect(load, name).not.toThrow();
+      expect(loaders[name], name).toThrow(/configuration error: (ADMIN_TOKEN|INTERNAL_TOKEN|SECRETS_KEY) /);
+    }
+  });
+
+  it('binds every listener on all interfaces inside the containers (BIND_HOST), while publishing only gateway and realtime', () => {
+    const reg = apps['tenant-registry']();
+    const ver = apps['auth-verifier']();
+    expect([reg.httpHost, reg.grpcHost, ver.grpcHost, ver.httpHost, apps.realtime().host, apps['edge-gateway']().host]).toEqual(Array(6).fill('0.0.0.0'));
+    const published = (name: string) => (compose.services[name]!.ports ?? []).map((p) => Number(p.split(':').pop()));
+    expect(published('tenant-registry')).toEqual([]);
+    expect(published('auth-verifier')).toEqual([]);
+    expect(reg.hostFetchRateLimit).toBe(60);
+  });
 
   it('gives every service every variable its configuration requires', () => {
     for (const [name, load] of Object.entries(apps)) {

@@ -109,6 +109,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     VERIFIER_HTTP_PORT: '0',
     REALTIME_PORT: '0',
     GATEWAY_PORT: '0',
+    // Every bench client connects from loopback; the per-address cap would refuse them past 1000.
+    MAX_CONNECTIONS_PER_ADDRESS: '19000',
   };
   const loading = [
     loadService('tenant-registry', 'registry'),

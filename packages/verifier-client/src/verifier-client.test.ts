@@ -78,6 +78,22 @@ describe('StreamingVerifierClient', () => {
     await Promise.allSettled(pending);
   });
 
+  it('keeps refreshes to their share of the budget, so upgrades always find room', async () => {
+    const mode = { current: 'silent' as Mode };
+    const { server, port } = await fakeVerifier(mode);
+    cleanup.push(() => stopServer(server));
+    const c = client(port, { deadlineMs: 300, maxInFlight: 8, refreshShare: 0.25 });
+    const pending = [c.verify('r1', 'refresh'), c.verify('r2', 'refresh')];
+    await expect(c.verify('r3', 'refresh')).rejects.toMatchObject({ code: 'auth_unavailable', message: 'too many refreshes in flight' });
+    // Six admissions still fit beside the two refreshes.
+    for (let i = 0; i < 6; i++) pending.push(c.verify(`u${i}`));
+    await expect(c.verify('u6')).rejects.toMatchObject({ message: 'too many checks in flight' });
+    await Promise.allSettled(pending);
+    // Settled checks give their share back.
+    mode.current = 'answer';
+    expect((await c.verify('good', 'refresh')).valid).toBe(true);
+  });
+
   it('fails pending checks when the verifier goes away and recovers when it is back', async () => {
     const mode = { current: 'answer' as Mode };
     const first = await fakeVerifier(mode);
