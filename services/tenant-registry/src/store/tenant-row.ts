@@ -1,4 +1,5 @@
 import type { Tenant } from '../tenants/tenant';
+import type { TenantState } from '../tenants/tenant-rules';
 
 /** The tenants table, column for column. */
 export interface TenantRow {
@@ -76,6 +77,32 @@ export function rowToTenant(r: TenantRow): Tenant {
     previousKeyVersion: r.previous_key_version,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+  };
+}
+
+/** The columns the tenant rules decide on. */
+export function rowState(r: TenantRow): TenantState {
+  return {
+    disabled: r.disabled,
+    version: r.version,
+    primaryKeyVersion: r.primary_key_version,
+    primarySecret: r.primary_secret,
+    previousKeyVersion: r.previous_key_version,
+    previousSecret: r.previous_secret,
+    hostSyncSecretHash: r.host_sync_secret_hash,
+  };
+}
+
+export function withState(r: TenantRow, s: TenantState): TenantRow {
+  return {
+    ...r,
+    disabled: s.disabled,
+    version: s.version,
+    primary_key_version: s.primaryKeyVersion,
+    primary_secret: s.primarySecret,
+    previous_key_version: s.previousKeyVersion,
+    previous_secret: s.previousSecret,
+    host_sync_secret_hash: s.hostSyncSecretHash,
   };
 }
 

@@ -3,13 +3,16 @@ import type { TenantCrypto } from '../crypto/tenant-crypto';
 import { newHostSyncClientId, newSecret, newTenantId } from '../crypto/random-secret';
 import type { Db, Queryable } from '../db/db';
 import type { HostSyncCredential, ListPosition, Tenant, TenantChange, TenantKeys, TenantPage } from '../tenants/tenant';
+import { applyAction, type FreshSecrets, type TenantAction } from '../tenants/tenant-rules';
 import { FeedStore } from './feed-store';
-import { INSERT_TENANT, insertParams, normalizeRow, rowToTenant, TENANT_COLUMNS, UPDATE_TENANT, updateParams, type TenantRow } from './tenant-row';
+import { INSERT_TENANT, insertParams, normalizeRow, rowState, rowToTenant, TENANT_COLUMNS, UPDATE_TENANT, updateParams, withState, type TenantRow } from './tenant-row';
 
 /**
  * Tenants and their secrets in PostgreSQL or PGlite. Every mutation locks the
  * tenant row (SELECT … FOR UPDATE) inside one transaction, so concurrent admin
- * calls on one tenant apply one after the other and none is lost.
+ * calls on one tenant apply one after the other and none is lost. What an
+ * action does to the slots is decided in tenants/tenant-rules.ts; this class
+ * reads, locks, persists and records the feed change.
  * Secrets leave this class in plaintext only as return values; the table holds
  * sealed JWT secrets and host-sync hashes.
  */
@@ -70,65 +73,23 @@ export class TenantStore {
   }
 
   setDisabled(tenantId: string, disabled: boolean): Promise<TenantChange | undefined> {
-    // Repeating a call records the change again: consumers re-apply it (and
-    // close whatever is still open), so a retry repairs instead of doing nothing.
-    return this.mutate(tenantId, (row) => ({ row: { ...row, disabled }, kind: disabled ? 'disabled' : 'enabled', revoked: [] }));
+    return this.mutate(tenantId, disabled ? 'disable' : 'enable');
   }
 
-  /** New primary; the old primary becomes the previous, replacing (revoking) any previous. */
   rotate(tenantId: string): Promise<TenantChange | undefined> {
-    return this.mutate(tenantId, (row) => {
-      const keyVersion = row.primary_key_version + 1;
-      return {
-        row: {
-          ...row,
-          primary_key_version: keyVersion,
-          primary_secret: this.crypto.sealJwtSecret(row.tenant_id, keyVersion, newSecret()),
-          previous_key_version: row.primary_key_version,
-          previous_secret: row.primary_secret,
-        },
-        kind: 'rotated',
-        revoked: row.previous_key_version === null ? [] : [row.previous_key_version],
-      };
-    });
+    return this.mutate(tenantId, 'rotate');
   }
 
   expirePrevious(tenantId: string): Promise<TenantChange | undefined> {
-    return this.mutate(tenantId, (row) => {
-      if (row.previous_key_version === null) return { row, kind: 'previous_expired', revoked: [] };
-      return { row: { ...row, previous_key_version: null, previous_secret: null }, kind: 'previous_expired', revoked: [row.previous_key_version] };
-    });
+    return this.mutate(tenantId, 'expire_previous');
   }
 
-  /** Incident: a new primary, no previous, and a new host-sync secret (the old one dies). */
   revokeAll(tenantId: string): Promise<TenantChange | undefined> {
-    const hostSyncSecret = newSecret();
-    return this.mutate(
-      tenantId,
-      (row) => {
-        const keyVersion = row.primary_key_version + 1;
-        const revoked = row.previous_key_version === null ? [row.primary_key_version] : [row.primary_key_version, row.previous_key_version];
-        return {
-          row: {
-            ...row,
-            host_sync_secret_hash: this.crypto.hostSync.hash(hostSyncSecret),
-            primary_key_version: keyVersion,
-            primary_secret: this.crypto.sealJwtSecret(row.tenant_id, keyVersion, newSecret()),
-            previous_key_version: null,
-            previous_secret: null,
-          },
-          kind: 'revoked_all',
-          revoked,
-        };
-      },
-      hostSyncSecret,
-    );
+    return this.mutate(tenantId, 'revoke_all');
   }
 
-  /** A new host-sync secret; tokens are unaffected, so the state version stays. */
   rotateHostSync(tenantId: string): Promise<TenantChange | undefined> {
-    const hostSyncSecret = newSecret();
-    return this.mutate(tenantId, (row) => ({ row: { ...row, host_sync_secret_hash: this.crypto.hostSync.hash(hostSyncSecret) }, touched: true }), hostSyncSecret);
+    return this.mutate(tenantId, 'rotate_host_sync');
   }
 
   /** Decrypted key material for verifiers. */
@@ -170,19 +131,21 @@ export class TenantStore {
     return rows[0] && normalizeRow(rows[0]);
   }
 
-  private mutate(tenantId: string, change: (row: TenantRow) => Mutation, hostSyncSecret?: string): Promise<TenantChange | undefined> {
+  /** Reads and locks the row, lets the tenant rules decide, persists the outcome and its feed record. */
+  private mutate(tenantId: string, action: TenantAction): Promise<TenantChange | undefined> {
     return this.db.transaction(async (tx) => {
       const current = await this.read(tx, tenantId, true);
       if (!current) return undefined;
-      const m = change(current);
-      if (!m.kind && !m.touched) return { tenant: rowToTenant(current) };
-      const next: TenantRow = { ...m.row, version: m.kind ? current.version + 1 : current.version, updated_at: this.now() };
-      await tx.query(UPDATE_TENANT, updateParams(next));
-      const result: TenantChange = { tenant: rowToTenant(next) };
-      if (m.kind) {
-        const event = { kind: m.kind, version: next.version, revokedKeyVersions: m.revoked ?? [] };
-        result.event = { ...event, seq: await this.feed.record(tx, tenantId, event) };
-      }
+      let hostSyncSecret: string | undefined;
+      const fresh: FreshSecrets = {
+        jwtSecret: (keyVersion) => this.crypto.sealJwtSecret(current.tenant_id, keyVersion, newSecret()),
+        hostSyncSecretHash: () => this.crypto.hostSync.hash((hostSyncSecret = newSecret())),
+      };
+      const { next, event } = applyAction(rowState(current), action, fresh);
+      const row: TenantRow = { ...withState(current, next), updated_at: this.now() };
+      await tx.query(UPDATE_TENANT, updateParams(row));
+      const result: TenantChange = { tenant: rowToTenant(row) };
+      if (event) result.event = { ...event, seq: await this.feed.record(tx, tenantId, event) };
       if (hostSyncSecret !== undefined) result.hostSyncSecret = hostSyncSecret;
       return result;
     });
@@ -191,13 +154,4 @@ export class TenantStore {
   private now(): Date {
     return new Date(this.clock.now());
   }
-}
-
-interface Mutation {
-  row: TenantRow;
-  /** Set for token-relevant changes: bumps the version and yields an event. */
-  kind?: NonNullable<TenantChange['event']>['kind'];
-  revoked?: number[];
-  /** A change that is not token-relevant but still updates the row. */
-  touched?: boolean;
 }

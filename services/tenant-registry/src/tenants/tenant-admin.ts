@@ -2,8 +2,9 @@ import type { Logger } from '@service-relay/core';
 import type { TenantStore } from '../store/tenant-store';
 import type { Propagation, PropagationResult } from './propagation';
 import type { ListPosition, Tenant, TenantChange, TenantPage } from './tenant';
+import type { TenantAction } from './tenant-rules';
 
-export type TenantAction = 'disable' | 'enable' | 'rotate' | 'expire_previous' | 'revoke_all' | 'rotate_host_sync';
+export type { TenantAction };
 
 /** A committed change and whether it is in force everywhere (absent when no consumer is concerned). */
 export type AdminOutcome = TenantChange & { propagation?: PropagationResult };
