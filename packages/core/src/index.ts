@@ -5,6 +5,7 @@ export * from './timing-safe';
 export * from './config';
 export * from './logger';
 export * from './ops';
+export * from './error-response';
 export * from './lifecycle';
 export * from './redis';
 export * from './secret-box';

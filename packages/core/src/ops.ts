@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { errorBody, httpStatusFor } from './errors';
 
 /** One dependency's check: true when reachable. */
 export type ReadinessProbe = () => Promise<boolean> | boolean;
@@ -66,7 +67,7 @@ export function handleOps(req: IncomingMessage, res: ServerResponse, opts: OpsOp
         res.writeHead(200, { 'content-type': opts.metrics.contentType });
         res.end(text);
       },
-      () => sendJson(res, 500, { errors: ['internal'] }),
+      () => sendJson(res, httpStatusFor('internal'), errorBody('internal')),
     );
     return true;
   }

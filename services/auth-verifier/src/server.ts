@@ -4,10 +4,9 @@ import {
   closeServer,
   createLogger,
   createMetricsRegistry,
-  errorBody,
   handleOps,
   listen,
-  sendJson,
+  sendError,
   systemClock,
   withTimeout,
   type Clock,
@@ -76,7 +75,7 @@ export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDep
       }
     : { keys: async () => Object.values(await keySource.readiness()).every(Boolean) };
   const http: HttpServer = createHttpServer((req, res) => {
-    if (!handleOps(req, res, { metrics: registry, readiness })) sendJson(res, 404, errorBody('not_found'));
+    if (!handleOps(req, res, { metrics: registry, readiness })) sendError(res, 'not_found');
   });
 
   let grpcPort = 0;

@@ -1,5 +1,5 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { closeServer, createLogger, errorBody, guardConnections, handleOps, listen, withTimeout, type Clock, type Logger } from '@service-relay/core';
+import { closeServer, createLogger, guardConnections, handleOps, listen, sendError, withTimeout, type Clock, type Logger } from '@service-relay/core';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -97,8 +97,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     if (handleOps(req, res, { metrics: metrics.registry, readiness })) return;
     if ((req.url ?? '').split('?', 1)[0] === '/ws') {
       // A plain request to the WebSocket path: it needs the upgrade.
-      res.writeHead(426, { 'content-type': 'application/json; charset=utf-8', upgrade: 'websocket' });
-      res.end(errorBody('not_found'));
+      sendError(res, 'upgrade_required', { upgrade: 'websocket' });
       return;
     }
     rest(req, res);

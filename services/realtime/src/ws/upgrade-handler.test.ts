@@ -78,4 +78,11 @@ describe('WebSocket upgrade authentication', () => {
     const r = await WsTestClient.refusal(rt.ws.replace('/ws', '/other'), { authorization: `Bearer ${token}` });
     expect(r).toMatchObject({ status: 404, body: '{"errors":["not_found"]}' });
   });
+
+  it('answers a plain request to /ws with 426 upgrade_required', async () => {
+    const res = await fetch(rt.ws.replace(/^ws/, 'http'));
+    expect(res.status).toBe(426);
+    expect(res.headers.get('upgrade')).toBe('websocket');
+    expect(await res.json()).toEqual({ errors: ['upgrade_required'] });
+  });
 });

@@ -1,6 +1,6 @@
-import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { codeOf, errorBody, redactUrl, type ErrorCode, type Logger } from '@service-relay/core';
+import { codeOf, rawErrorResponse, redactUrl, type ErrorCode, type Logger } from '@service-relay/core';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { WebSocket, WebSocketServer } from 'ws';
 import type { RealtimeMetrics } from '../metrics';
@@ -29,7 +29,7 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
     // A client that vanishes mid-check must not crash the process.
     socket.on('error', ignoreSocketError);
     const url = req.url ?? '/';
-    if (url.split('?', 1)[0] !== WS_PATH) return reject(socket, 404, 'not_found');
+    if (url.split('?', 1)[0] !== WS_PATH) return reject(socket, 'not_found');
     const token = tokenOf(req);
     if (token === undefined) return refuse(opts, socket, 'invalid_or_missing_token', url, 'missing');
     opts.registry.verifyFresh(token).then(
@@ -69,18 +69,9 @@ function refuse(opts: UpgradeOptions, socket: Duplex, code: ErrorCode, url: stri
   opts.metrics.upgrades.inc({ result: code === 'invalid_or_missing_token' ? 'refused' : 'unavailable' });
   // The URL may carry the token in its query: only the redacted form is logged.
   opts.logger.info({ url: redactUrl(url), reason, code }, 'websocket upgrade refused');
-  reject(socket, code === 'invalid_or_missing_token' ? 401 : code === 'auth_unavailable' ? 503 : 500, code);
+  reject(socket, code);
 }
 
-function reject(socket: Duplex, status: number, code: ErrorCode): void {
-  const body = errorBody(code);
-  const challenge = status === 401 ? BEARER_CHALLENGE : '';
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
-      'Content-Type: application/json; charset=utf-8\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      challenge +
-      'Connection: close\r\n\r\n' +
-      body,
-  );
+function reject(socket: Duplex, code: ErrorCode): void {
+  socket.end(rawErrorResponse(code, code === 'invalid_or_missing_token' ? BEARER_CHALLENGE : ''));
 }

@@ -1,0 +1,28 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { rawErrorResponse, sendError } from './error-response';
+
+describe('error responses', () => {
+  let server: Server | undefined;
+  afterEach(() => new Promise<void>((done) => (server ? server.close(() => done()) : done())));
+
+  it('sendError takes the status from the code table', async () => {
+    server = createServer((_req, res) => sendError(res, 'upgrade_required', { upgrade: 'websocket' }));
+    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+    expect(res.status).toBe(426);
+    expect(res.headers.get('upgrade')).toBe('websocket');
+    expect(await res.json()).toEqual({ errors: ['upgrade_required'] });
+  });
+
+  it('rawErrorResponse is a complete HTTP/1.1 answer that closes the connection', () => {
+    const raw = rawErrorResponse('not_found', 'X-Test: 1\r\n');
+    const [head, body] = raw.split('\r\n\r\n');
+    expect(head!.split('\r\n')[0]).toBe('HTTP/1.1 404 Not Found');
+    expect(head).toContain('X-Test: 1');
+    expect(head).toContain('Connection: close');
+    expect(head).toContain(`Content-Length: ${Buffer.byteLength(body!)}`);
+    expect(JSON.parse(body!)).toEqual({ errors: ['not_found'] });
+  });
+});

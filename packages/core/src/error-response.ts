@@ -1,0 +1,26 @@
+import { STATUS_CODES, type ServerResponse } from 'node:http';
+import { errorBody, httpStatusFor, type ErrorCode } from './errors';
+import { sendJson } from './ops';
+
+/** The contract's error answer: the status from the code table, the body `{"errors":[code]}`. */
+export function sendError(res: ServerResponse, code: ErrorCode, headers: Record<string, string> = {}): void {
+  sendJson(res, httpStatusFor(code), errorBody(code), headers);
+}
+
+/**
+ * The same answer as raw HTTP/1.1 bytes, for a socket that never got a
+ * response object (a refused WebSocket upgrade); it closes the connection.
+ * `headerLines` are extra `Name: value\r\n` lines.
+ */
+export function rawErrorResponse(code: ErrorCode, headerLines = ''): string {
+  const status = httpStatusFor(code);
+  const body = errorBody(code);
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+    'Content-Type: application/json; charset=utf-8\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    headerLines +
+    'Connection: close\r\n\r\n' +
+    body
+  );
+}
