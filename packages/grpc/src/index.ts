@@ -1,4 +1,5 @@
 export * from './protos';
+export * from './client';
 export * from './health';
 export * from './server';
 export * from './registry-keys-wire';

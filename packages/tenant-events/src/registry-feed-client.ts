@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { clientConstructor, internalMetadata, REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE, type ChangesSinceRequest, type ChangesSinceResponse } from '@service-relay/grpc';
+import { internalClient, internalMetadata, REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE, type ChangesSinceRequest, type ChangesSinceResponse } from '@service-relay/grpc';
 import { isTenantEventKind, type TenantEvent } from './tenant-event';
 import type { ChangeSource, FeedAnswer } from './tenant-feed';
 
@@ -18,11 +18,7 @@ export class RegistryFeedClient implements ChangeSource {
   private readonly metadata: grpc.Metadata;
 
   constructor(private readonly opts: RegistryFeedClientOptions) {
-    const Ctor = clientConstructor(REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE);
-    this.client = new Ctor(opts.address, grpc.credentials.createInsecure(), {
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 1_000,
-    }) as never;
+    this.client = internalClient(REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE, opts.address, { 'grpc.max_reconnect_backoff_ms': 1_000 });
     this.metadata = internalMetadata(opts.internalToken);
   }
 

@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { RelayError, type Logger } from '@service-relay/core';
-import { clientConstructor, internalMetadata, VERIFIER_PROTO, VERIFIER_SERVICE, type VerifyStreamRequest, type VerifyStreamResponse } from '@service-relay/grpc';
+import { internalClient, internalMetadata, VERIFIER_PROTO, VERIFIER_SERVICE, type VerifyStreamRequest, type VerifyStreamResponse } from '@service-relay/grpc';
 import { fromWire, type VerifyResult } from './verify-result';
 
 export interface VerifierClientOptions {
@@ -58,13 +58,7 @@ export class StreamingVerifierClient implements VerifierClient {
   private readonly metadata: grpc.Metadata;
 
   constructor(private readonly opts: VerifierClientOptions) {
-    const Ctor = clientConstructor(VERIFIER_PROTO, VERIFIER_SERVICE);
-    this.client = new Ctor(opts.address, grpc.credentials.createInsecure(), {
-      'grpc.keepalive_time_ms': 10_000,
-      'grpc.keepalive_timeout_ms': 5_000,
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 2_000,
-    }) as never;
+    this.client = internalClient(VERIFIER_PROTO, VERIFIER_SERVICE, opts.address, { 'grpc.keepalive_time_ms': 10_000, 'grpc.keepalive_timeout_ms': 5_000 });
     this.metadata = internalMetadata(opts.internalToken);
     this.deadlineMs = opts.deadlineMs ?? 2000;
     this.maxInFlight = opts.maxInFlight ?? 4096;

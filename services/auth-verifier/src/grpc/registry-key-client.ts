@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { RelayError, type Logger } from '@service-relay/core';
-import { clientConstructor, internalMetadata, REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE, type GetTenantKeysResponse, type SigningKeyMessage } from '@service-relay/grpc';
+import { internalClient, internalMetadata, REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE, type GetTenantKeysResponse, type SigningKeyMessage } from '@service-relay/grpc';
 import type { TenantKeysData } from '../token/tenant-keys';
 import type { KeyFetcher } from '../keys/key-fetcher';
 
@@ -20,11 +20,7 @@ export class RegistryKeyClient implements KeyFetcher {
   private readonly metadata: grpc.Metadata;
 
   constructor(private readonly opts: RegistryKeyClientOptions) {
-    const Ctor = clientConstructor(REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE);
-    this.client = new Ctor(opts.address, grpc.credentials.createInsecure(), {
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 2_000,
-    }) as never;
+    this.client = internalClient(REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE, opts.address);
     this.metadata = internalMetadata(opts.internalToken);
   }
 
