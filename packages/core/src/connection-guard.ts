@@ -129,8 +129,11 @@ export function guardConnections(server: Server, limits: ConnectionLimits, logge
   });
 
   // Node's own answers to unparseable requests are bare status lines; clients get the contract's JSON instead.
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket & { _httpMessage?: unknown }) => {
-    if (!socket.writable || socket._httpMessage || err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+  // Like Node's default handler, a framing error after the head (a bad chunk
+  // size, an unknown Transfer-Encoding) is still answered while no response
+  // has started; only a started response is cut.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket & { _httpMessage?: { headersSent?: boolean } }) => {
+    if (!socket.writable || socket._httpMessage?.headersSent || err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
       socket.destroy();
       return;
     }

@@ -67,6 +67,14 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
           // The id we logged wins over whatever the upstream echoes.
           const id = res.getHeader('x-request-id');
           if (typeof id === 'string') proxyRes.headers['x-request-id'] = id;
+          // The upstream's connection headers describe our keep-alive link to
+          // it, not the client's: copied through, `connection: keep-alive`
+          // overrode a client's `Connection: close`. Node decides the
+          // client's connection from the client's request.
+          dropHopByHop(proxyRes.headers, RESPONSE_HOP_BY_HOP);
+          // Set here, or http-proxy fills in `keep-alive` from the request
+          // header we already removed.
+          proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
           res.once('close', () => {
             if (!res.writableFinished) proxyRes.destroy();
           });
@@ -128,10 +136,10 @@ function rewriteHeaders(req: IncomingMessage, body: Buffer, add: Record<string, 
   // (RFC 9110 7.6.1): forwarded onto our sized body, a client's `Trailer`
   // made Node throw ERR_HTTP_TRAILER_INVALID outside any handler and took
   // the process down. `connection` may name more of them.
-  const listed = typeof h.connection === 'string' ? h.connection.toLowerCase().split(',').map((n) => n.trim()) : [];
   for (const name of Object.keys(h)) {
-    if (name.startsWith('x-relay-') || name === 'x-internal-token' || HOP_BY_HOP.has(name) || name.startsWith('proxy-') || listed.includes(name)) delete h[name];
+    if (name.startsWith('x-relay-') || name === 'x-internal-token') delete h[name];
   }
+  dropHopByHop(h, HOP_BY_HOP);
   if (stripAuthorization) delete h.authorization;
   // The body was read here already: no 100-continue dance upstream, and a
   // chunked upload goes on as one sized body.
@@ -141,6 +149,16 @@ function rewriteHeaders(req: IncomingMessage, body: Buffer, add: Record<string, 
 }
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'upgrade', 'transfer-encoding']);
+// http-proxy frames the response body itself (transfer-encoding stays its business).
+const RESPONSE_HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'upgrade']);
+
+/** Removes hop-by-hop headers, `proxy-*` and whatever `connection` lists. */
+function dropHopByHop(h: Record<string, unknown>, names: ReadonlySet<string>): void {
+  const listed = typeof h.connection === 'string' ? h.connection.toLowerCase().split(',').map((n) => n.trim()) : [];
+  for (const name of Object.keys(h)) {
+    if (names.has(name) || name.startsWith('proxy-') || listed.includes(name)) delete h[name];
+  }
+}
 
 function isResponse(res: unknown): res is ServerResponse {
   return typeof (res as ServerResponse | undefined)?.writeHead === 'function';
