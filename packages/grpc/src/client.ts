@@ -1,6 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
 import { clientConstructor } from './protos';
 
+/** A unary method of a proto-loader client, called with metadata and call options (a deadline). */
+export type UnaryMethod<Req, Res> = (req: Req, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: Res) => void) => void;
+
 /**
  * A plaintext client of another service-relay service. grpc-js waits 1 s
  * before the first reconnect and backs off to 120 s; peers on one network

@@ -1,9 +1,15 @@
 import * as grpc from '@grpc/grpc-js';
-import { internalClient, internalMetadata, REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE, type ChangesSinceRequest, type ChangesSinceResponse } from '@service-relay/grpc';
+import {
+  internalClient,
+  internalMetadata,
+  REGISTRY_FEED_PROTO,
+  REGISTRY_FEED_SERVICE,
+  type ChangesSinceRequest,
+  type ChangesSinceResponse,
+  type UnaryMethod,
+} from '@service-relay/grpc';
 import { isTenantEventKind, type TenantEvent } from './tenant-event';
 import type { ChangeSource, FeedAnswer } from './tenant-feed';
-
-type Unary = (req: ChangesSinceRequest, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: ChangesSinceResponse) => void) => void;
 
 export interface RegistryFeedClientOptions {
   address: string;
@@ -14,7 +20,7 @@ export interface RegistryFeedClientOptions {
 
 /** relay.registry.v1.TenantFeed/ChangesSince with the internal credential. */
 export class RegistryFeedClient implements ChangeSource {
-  private readonly client: grpc.Client & { ChangesSince: Unary };
+  private readonly client: grpc.Client & { ChangesSince: UnaryMethod<ChangesSinceRequest, ChangesSinceResponse> };
   private readonly metadata: grpc.Metadata;
 
   constructor(private readonly opts: RegistryFeedClientOptions) {

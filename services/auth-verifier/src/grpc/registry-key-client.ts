@@ -1,10 +1,17 @@
 import * as grpc from '@grpc/grpc-js';
 import { RelayError, type Logger } from '@service-relay/core';
-import { internalClient, internalMetadata, REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE, type GetTenantKeysResponse, type SigningKeyMessage } from '@service-relay/grpc';
+import {
+  internalClient,
+  internalMetadata,
+  REGISTRY_KEYS_PROTO,
+  REGISTRY_KEYS_SERVICE,
+  type GetTenantKeysRequest,
+  type GetTenantKeysResponse,
+  type SigningKeyMessage,
+  type UnaryMethod,
+} from '@service-relay/grpc';
 import type { TenantKeysData } from '../token/tenant-keys';
 import type { KeyFetcher } from '../keys/key-fetcher';
-
-type Unary = (req: { tenant_id: string }, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: GetTenantKeysResponse) => void) => void;
 
 export interface RegistryKeyClientOptions {
   address: string;
@@ -16,7 +23,7 @@ export interface RegistryKeyClientOptions {
 
 /** relay.registry.v1.KeyService/GetTenantKeys with the internal credential and a deadline. */
 export class RegistryKeyClient implements KeyFetcher {
-  private readonly client: grpc.Client & { GetTenantKeys: Unary };
+  private readonly client: grpc.Client & { GetTenantKeys: UnaryMethod<GetTenantKeysRequest, GetTenantKeysResponse> };
   private readonly metadata: grpc.Metadata;
 
   constructor(private readonly opts: RegistryKeyClientOptions) {

@@ -16,42 +16,39 @@ export interface TenantRow {
   updated_at: Date;
 }
 
-export const TENANT_COLUMNS =
-  'tenant_id, host_sync_client_id, host_sync_secret_hash, disabled, version, primary_key_version, primary_secret, previous_key_version, previous_secret, created_at, updated_at';
+const COLUMNS = [
+  'tenant_id',
+  'host_sync_client_id',
+  'host_sync_secret_hash',
+  'disabled',
+  'version',
+  'primary_key_version',
+  'primary_secret',
+  'previous_key_version',
+  'previous_secret',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof TenantRow)[];
+/** What a change may write: never the id, the host-sync client id or the creation time. */
+const UPDATED_COLUMNS = COLUMNS.filter((c) => c !== 'tenant_id' && c !== 'host_sync_client_id' && c !== 'created_at');
 
-export const INSERT_TENANT = `INSERT INTO tenants (${TENANT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
+export const TENANT_COLUMNS = COLUMNS.join(', ');
 
-export const UPDATE_TENANT = `UPDATE tenants SET host_sync_secret_hash = $2, disabled = $3, version = $4, primary_key_version = $5,
-  primary_secret = $6, previous_key_version = $7, previous_secret = $8, updated_at = $9 WHERE tenant_id = $1`;
+export const INSERT_TENANT = `INSERT INTO tenants (${TENANT_COLUMNS}) VALUES (${COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`;
+
+export const UPDATE_TENANT = `UPDATE tenants SET ${UPDATED_COLUMNS.map((c, i) => `${c} = $${i + 2}`).join(', ')} WHERE tenant_id = $1`;
+
+function param(r: TenantRow, column: keyof TenantRow): unknown {
+  const v = r[column];
+  return v instanceof Date ? v.toISOString() : v;
+}
 
 export function insertParams(r: TenantRow): unknown[] {
-  return [
-    r.tenant_id,
-    r.host_sync_client_id,
-    r.host_sync_secret_hash,
-    r.disabled,
-    r.version,
-    r.primary_key_version,
-    r.primary_secret,
-    r.previous_key_version,
-    r.previous_secret,
-    r.created_at.toISOString(),
-    r.updated_at.toISOString(),
-  ];
+  return COLUMNS.map((c) => param(r, c));
 }
 
 export function updateParams(r: TenantRow): unknown[] {
-  return [
-    r.tenant_id,
-    r.host_sync_secret_hash,
-    r.disabled,
-    r.version,
-    r.primary_key_version,
-    r.primary_secret,
-    r.previous_key_version,
-    r.previous_secret,
-    r.updated_at.toISOString(),
-  ];
+  return [r.tenant_id, ...UPDATED_COLUMNS.map((c) => param(r, c))];
 }
 
 /** pg and PGlite agree on most types; dates and integers are normalized here anyway. */
