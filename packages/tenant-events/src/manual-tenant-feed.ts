@@ -1,28 +1,17 @@
 import type { Registry } from 'prom-client';
 import type { TenantEvent } from './tenant-event';
-import type { ChangeHandler, TenantFeedHandle } from './tenant-feed';
+import { FeedListeners } from './feed-listeners';
+import type { TenantFeedHandle } from './tenant-feed';
 
 /**
  * A tenant feed driven by hand, for tests of a consumer on its own: `push`
  * applies a change the way TenantFeed does (every handler, awaited), and
  * `setCurrent` stands for the lease being held or lost.
  */
-export class ManualTenantFeed implements TenantFeedHandle {
-  private readonly handlers = new Set<ChangeHandler>();
-  private readonly resetHandlers = new Set<() => void | Promise<void>>();
+export class ManualTenantFeed extends FeedListeners implements TenantFeedHandle {
   private current = true;
   private seq = 0;
   private base = 0;
-
-  subscribe(handler: ChangeHandler): () => void {
-    this.handlers.add(handler);
-    return () => this.handlers.delete(handler);
-  }
-
-  onReset(handler: () => void | Promise<void>): () => void {
-    this.resetHandlers.add(handler);
-    return () => this.resetHandlers.delete(handler);
-  }
 
   isCurrent(): boolean {
     return this.current;

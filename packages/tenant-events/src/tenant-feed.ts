@@ -5,6 +5,7 @@ import type { Registry } from 'prom-client';
 import { Counter, Gauge } from 'prom-client';
 import type { TenantEvent } from './tenant-event';
 import type { TenantEventBus } from './tenant-event-bus';
+import { FeedListeners, type ChangeHandler } from './feed-listeners';
 
 export interface FeedAnswer {
   latestSeq: number;
@@ -19,7 +20,7 @@ export interface ChangeSource {
   close(): void;
 }
 
-export type ChangeHandler = (event: TenantEvent) => void | Promise<void>;
+export type { ChangeHandler } from './feed-listeners';
 
 export interface TenantFeedOptions {
   source: ChangeSource;
@@ -71,10 +72,8 @@ const MAX_PAGES = 100;
  * slow or frozen network can only shorten it, never extend it. A consumer that
  * is not current trusts no cache: it asks the registry, or fails closed.
  */
-export class TenantFeed implements TenantFeedHandle {
+export class TenantFeed extends FeedListeners implements TenantFeedHandle {
   readonly consumerId: string;
-  private readonly handlers = new Set<ChangeHandler>();
-  private readonly resetHandlers = new Set<() => void | Promise<void>>();
   private applied = -1;
   private base = -1;
   private knownLatest = -1;
@@ -92,17 +91,8 @@ export class TenantFeed implements TenantFeedHandle {
     readonly kind: string,
     private readonly opts: TenantFeedOptions,
   ) {
+    super();
     this.consumerId = opts.consumerId ?? newConsumerId(kind);
-  }
-
-  subscribe(handler: ChangeHandler): () => void {
-    this.handlers.add(handler);
-    return () => this.handlers.delete(handler);
-  }
-
-  onReset(handler: () => void | Promise<void>): () => void {
-    this.resetHandlers.add(handler);
-    return () => this.resetHandlers.delete(handler);
   }
 
   isCurrent(): boolean {

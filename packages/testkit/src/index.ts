@@ -1,3 +1,4 @@
 export * from './backends';
 export * from './token-forge';
 export * from './fake-verifier';
+export * from './raw-http';

@@ -1,23 +1,8 @@
 import { connect, type Socket } from 'node:net';
-import { fakeIdentity } from '@service-relay/testkit';
+import { fakeIdentity, rawExchange as raw } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayHarness, type GatewayHarness } from '../testing/gateway-harness';
 
-/** One raw HTTP exchange: what the gateway sent back before closing (or within `ms`). */
-function raw(port: number, request: string, ms = 3000): Promise<string> {
-  return new Promise((resolve) => {
-    const s: Socket = connect(port, '127.0.0.1', () => s.write(request));
-    let text = '';
-    const done = () => resolve(text);
-    s.on('data', (d: Buffer) => (text += d.toString()));
-    s.on('error', done);
-    s.on('close', done);
-    setTimeout(() => {
-      s.destroy();
-      done();
-    }, ms).unref();
-  });
-}
 
 describe('edge-gateway: small inputs, logs and connection limits', () => {
   let h: GatewayHarness;

@@ -1,34 +1,10 @@
-import { connect } from 'node:net';
-import { fakeIdentity } from '@service-relay/testkit';
+import { fakeIdentity, rawStatus } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayHarness, type GatewayHarness } from '../testing/gateway-harness';
 
 /** One request written byte for byte on its own connection; resolves with the status line's code. */
-function rawStatus(url: string, head: string, body: string): Promise<number> {
-  const { port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), '127.0.0.1');
-    let text = '';
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`no answer to:\n${head}`));
-    }, 5000);
-    socket.setEncoding('utf8');
-    socket.on('data', (d: string) => {
-      text += d;
-      const m = /^HTTP\/1\.1 (\d{3})/.exec(text);
-      if (m) {
-        clearTimeout(timer);
-        socket.destroy();
-        resolve(Number(m[1]));
-      }
-    });
-    socket.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    socket.write(`${head}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-  });
+function sendRaw(url: string, head: string, body: string): Promise<number> {
+  return rawStatus(Number(new URL(url).port), `${head}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
 }
 
 // A client's hop-by-hop headers once reached the upstream request; `Trailer`
@@ -64,7 +40,7 @@ describe('edge-gateway: hop-by-hop headers', () => {
         it(`${p.name}: ${name} with a ${body ? 'body' : 'zero-length body'} is dropped, not forwarded, and the gateway lives`, async () => {
           const before = p.upstream().requests.length;
           const extra = name === 'Connection' ? '\r\nX-Listed-Hop: 1' : '';
-          const status = await rawStatus(h.url, `${p.line}\r\nHost: x${p.auth}\r\n${name}: ${value}${extra}`, body);
+          const status = await sendRaw(h.url, `${p.line}\r\nHost: x${p.auth}\r\n${name}: ${value}${extra}`, body);
           expect(status).toBe(200);
           const seen = p.upstream().requests.slice(before);
           expect(seen).toHaveLength(1);

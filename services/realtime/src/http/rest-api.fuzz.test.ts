@@ -1,6 +1,5 @@
-import { request } from 'node:http';
 import fc from 'fast-check';
-import { FakeVerifier } from '@service-relay/testkit';
+import { FakeVerifier, sendHttp, type HttpAnswer } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayHeaders, issueToken, startRealtime, type RealtimeInstance } from '../test-support/realtime-harness';
 
@@ -15,25 +14,9 @@ const ALLOWED: Record<number, string[] | undefined> = {
   413: ['payload_too_large'],
 };
 
-interface Answer {
-  status: number;
-  body: string;
-}
 
-function send(base: string, method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${base}${path}`, { method, headers: body ? { ...headers, 'content-length': String(body.length) } : headers }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (c: Buffer) => parts.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
-function expectContract(a: Answer, ok: number[]): void {
+function expectContract(a: HttpAnswer, ok: number[]): void {
   if (ok.includes(a.status)) return;
   const codes = ALLOWED[a.status];
   expect(codes, `status ${a.status}: ${a.body}`).toBeDefined();
@@ -72,7 +55,7 @@ describe('REST side under arbitrary requests', () => {
       fc.asyncProperty(body, key, fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x'), async (b, k, type) => {
         const h: Record<string, string> = { ...headers, 'content-type': type };
         if (k !== undefined) h['idempotency-key'] = k;
-        const a = await send(rt.http, 'POST', '/api/v1/channels/fuzz/messages', h, b);
+        const a = await sendHttp(rt.http, 'POST', '/api/v1/channels/fuzz/messages', h, b);
         expectContract(a, [201]);
       }),
       config,
@@ -105,7 +88,7 @@ describe('REST side under arbitrary requests', () => {
     );
     await fc.assert(
       fc.asyncProperty(path, fc.constantFrom('GET', 'GET', 'HEAD', 'DELETE', 'PUT', 'OPTIONS', 'PATCH'), async (p, method) => {
-        const a = await send(rt.http, method, p, headers);
+        const a = await sendHttp(rt.http, method, p, headers);
         if (method === 'HEAD') expect(a.status).not.toBe(500);
         else expectContract(a, [200]);
       }),

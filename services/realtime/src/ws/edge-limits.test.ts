@@ -1,24 +1,9 @@
-import { connect, type Socket } from 'node:net';
-import { FakeVerifier } from '@service-relay/testkit';
+import { FakeVerifier, rawExchange as raw } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { issueToken, startRealtime, TEST_INTERNAL_TOKEN, type RealtimeInstance } from '../test-support/realtime-harness';
 import { WsTestClient } from '../test-support/ws-test-client';
 import { AUTH_FRAMES_PER_MINUTE } from './connection';
 
-function raw(port: number, request: string, ms = 3000): Promise<string> {
-  return new Promise((resolve) => {
-    const s: Socket = connect(port, '127.0.0.1', () => s.write(request));
-    let text = '';
-    const done = () => resolve(text);
-    s.on('data', (d: Buffer) => (text += d.toString()));
-    s.on('error', done);
-    s.on('close', done);
-    setTimeout(() => {
-      s.destroy();
-      done();
-    }, ms).unref();
-  });
-}
 
 describe('realtime edge limits', () => {
   const verifier = new FakeVerifier();

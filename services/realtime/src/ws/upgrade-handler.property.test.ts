@@ -1,6 +1,5 @@
-import { connect } from 'node:net';
 import fc from 'fast-check';
-import { FakeVerifier } from '@service-relay/testkit';
+import { FakeVerifier, rawStatus } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueToken, startRealtime, type RealtimeInstance } from '../test-support/realtime-harness';
 
@@ -11,34 +10,14 @@ import { issueToken, startRealtime, type RealtimeInstance } from '../test-suppor
 const config = { seed: 0x6a7e_0006, numRuns: 250 };
 
 function upgradeStatus(port: number, authorization: string | undefined): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let text = '';
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`no answer for ${JSON.stringify(authorization)}`));
-    }, 5000);
-    socket.on('data', (d: Buffer) => {
-      text += d.toString('latin1');
-      const m = /^HTTP\/1\.1 (\d{3})/.exec(text);
-      if (m) {
-        clearTimeout(timer);
-        socket.destroy();
-        resolve(Number(m[1]));
-      }
-    });
-    socket.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    const auth = authorization === undefined ? '' : `Authorization: ${authorization}\r\n`;
-    socket.write(
-      Buffer.from(
-        'GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n' + auth + '\r\n',
-        'latin1',
-      ),
-    );
-  });
+  const auth = authorization === undefined ? '' : `Authorization: ${authorization}\r\n`;
+  return rawStatus(
+    port,
+    Buffer.from(
+      'GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n' + auth + '\r\n',
+      'latin1',
+    ),
+  );
 }
 
 describe('WebSocket upgrade under arbitrary Authorization headers', () => {

@@ -1,5 +1,5 @@
-import { request } from 'node:http';
 import fc from 'fast-check';
+import { sendHttp, type HttpAnswer } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRegistry, type TestRegistry } from '../testing/test-registry';
 
@@ -15,26 +15,9 @@ const ALLOWED: Record<number, string[] | undefined> = {
   413: ['payload_too_large'],
 };
 
-interface Answer {
-  status: number;
-  body: string;
-}
 
-function send(base: string, method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${base}${path}`, { method, headers: body ? { ...headers, 'content-length': String(body.length) } : headers }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (c: Buffer) => parts.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString('utf8') }));
-      res.on('error', reject);
-    });
-    // The registry may answer 413 and close before the whole body is written.
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
-function expectContract(a: Answer, ok: number[]): void {
+function expectContract(a: HttpAnswer, ok: number[]): void {
   if (ok.includes(a.status)) return;
   const codes = ALLOWED[a.status];
   expect(codes, `status ${a.status}: ${a.body}`).toBeDefined();
@@ -69,7 +52,7 @@ describe('admin API under arbitrary requests', () => {
         if (t) headers['content-type'] = t;
         if (enc) headers['content-encoding'] = enc;
         // An unknown tenant: a valid call ends in 404 tenant_not_found, so nothing is created.
-        const a = await send(reg.baseUrl, 'POST', `/admin/tenants/${UNKNOWN_ID}/disable`, headers, b);
+        const a = await sendHttp(reg.baseUrl, 'POST', `/admin/tenants/${UNKNOWN_ID}/disable`, headers, b);
         expectContract(a, []);
       }),
       config,
@@ -99,7 +82,7 @@ describe('admin API under arbitrary requests', () => {
       fc.asyncProperty(path, fc.constantFrom('GET', 'GET', 'POST', 'PUT', 'DELETE', 'PATCH'), async (p, method) => {
         const isCreate = method === 'POST' && /^\/admin\/tenants\/?(\?|$)/.test(p);
         fc.pre(!isCreate);
-        const a = await send(reg.baseUrl, method, p, auth);
+        const a = await sendHttp(reg.baseUrl, method, p, auth);
         expectContract(a, [200]);
       }),
       config,
