@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import { ConfigError, DEFAULT_BIND_HOST } from './config';
+import { ConfigError, DEFAULT_BIND_HOST, type Env } from './config';
+import { createLogger } from './logger';
 
 /** What every service's createServer(deps) returns. */
 export interface Service {
@@ -55,6 +56,30 @@ export async function runMain(main: () => Promise<{ stop(): Promise<void> }>, op
 }
 
 /** Binds `server`; the host defaults to loopback so nothing is exposed by accident (config passes the real one). */
+/** What a service module gives runService: its one config loader and its server factory. */
+export interface ServiceModule<C extends { logLevel: string }> {
+  /** The service name in logs and metrics. */
+  name: string;
+  loadConfig(env: Env, opts: { standalone: boolean }): C;
+  createServer(config: C, deps: { logger: Logger }): Service;
+}
+
+/**
+ * The one way a service runs alone (`npm start -w services/<name>`): its
+ * configuration from the process environment (the only place that reads it;
+ * standalone, so REDIS_URL is required), a logger, the server, and
+ * runMain's signal handling. Every main.ts is this call.
+ */
+export function runService<C extends { logLevel: string }>(m: ServiceModule<C>): Promise<void> {
+  return runMain(async () => {
+    const config = m.loadConfig(process.env, { standalone: true });
+    const logger = createLogger({ service: m.name, level: config.logLevel });
+    const server = m.createServer(config, { logger });
+    await server.start();
+    return server;
+  });
+}
+
 export function listen(server: Server, port: number, host = DEFAULT_BIND_HOST): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);

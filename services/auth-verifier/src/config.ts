@@ -52,8 +52,3 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Ve
     logLevel: r.logLevel(),
   });
 }
-
-/** main.ts's entry: the process environment is read here and nowhere else. */
-export function loadConfigFromProcess(opts: { standalone: boolean }): Readonly<VerifierConfig> {
-  return loadConfig(process.env, opts);
-}

@@ -1,10 +1,7 @@
-import { runMain } from '@service-relay/core';
-import { loadConfigFromProcess } from './config';
+import { runService } from '@service-relay/core';
+import { loadConfig } from './config';
 import { createServer } from './server';
 
-// Wiring only: config -> server -> start. Run alone, so REDIS_URL is required.
-void runMain(async () => {
-  const server = createServer(loadConfigFromProcess({ standalone: true }));
-  await server.start();
-  return server;
-});
+// Run alone (npm start -w services/auth-verifier): config from the environment
+// (REDIS_URL required, so tenant changes and messages cross processes).
+await runService({ name: 'auth-verifier', loadConfig, createServer });

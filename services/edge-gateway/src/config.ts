@@ -47,7 +47,7 @@ export interface LoadOptions {
  * that turns authentication off: only tests and the bench build an app
  * without it, through createApp().
  */
-export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): GatewayConfig {
+export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
   const r = new EnvReader(env);
   const redis = readRedisSettings(r);
   requireRedisWhenAlone(redis, opts.standalone ?? false);

@@ -59,8 +59,3 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
     logLevel: r.logLevel(),
   });
 }
-
-/** The process environment, read here so nothing else touches it. */
-export function loadConfigFromProcess(opts: { standalone: boolean }): Readonly<RealtimeConfig> {
-  return loadConfig(process.env, opts);
-}

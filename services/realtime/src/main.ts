@@ -1,12 +1,7 @@
-import { createLogger, runMain } from '@service-relay/core';
-import { loadConfigFromProcess } from './config';
+import { runService } from '@service-relay/core';
+import { loadConfig } from './config';
 import { createServer } from './server';
 
-// Wiring only: configuration from the environment, then the server.
-await runMain(async () => {
-  const config = loadConfigFromProcess({ standalone: true });
-  const logger = createLogger({ service: 'realtime', level: config.logLevel });
-  const server = createServer(config, { logger });
-  await server.start();
-  return server;
-});
+// Run alone (npm start -w services/realtime): config from the environment
+// (REDIS_URL required, so tenant changes and messages cross processes).
+await runService({ name: 'realtime', loadConfig, createServer });

@@ -69,8 +69,3 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     auditUnauthenticatedPerMinute: r.int('AUDIT_UNAUTHENTICATED_PER_MINUTE', 10, 0, 1000),
   });
 }
-
-/** The process environment, for main.ts (only config files touch process.env). */
-export function processEnv(): Env {
-  return process.env;
-}

@@ -1,10 +1,7 @@
-import { runMain } from '@service-relay/core';
-import { loadConfig, processEnv } from './config';
+import { runService } from '@service-relay/core';
+import { loadConfig } from './config';
 import { createServer } from './server';
 
-// Alone, the registry needs REDIS_URL so other processes hear its tenant events.
-await runMain(async () => {
-  const server = createServer(loadConfig(processEnv(), { standalone: true }));
-  await server.start();
-  return server;
-});
+// Run alone (npm start -w services/tenant-registry): config from the environment
+// (REDIS_URL required, so tenant changes and messages cross processes).
+await runService({ name: 'tenant-registry', loadConfig, createServer });
