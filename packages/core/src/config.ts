@@ -237,3 +237,8 @@ export function readTenantFeedConfig(r: EnvReader): TenantFeedConfig {
     leaseMs: r.int('TENANT_LEASE_MS', 2000, 200, 60_000),
   };
 }
+
+/** The process environment: handed to a service's config loader by runService, and read nowhere else. */
+export function processEnvironment(): Env {
+  return process.env;
+}

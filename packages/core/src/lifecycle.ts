@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import { ConfigError, DEFAULT_BIND_HOST, type Env } from './config';
+import { ConfigError, DEFAULT_BIND_HOST, processEnvironment, type Env } from './config';
 import { createLogger } from './logger';
 
 /** What every service's createServer(deps) returns. */
@@ -72,7 +72,7 @@ export interface ServiceModule<C extends { logLevel: string }> {
  */
 export function runService<C extends { logLevel: string }>(m: ServiceModule<C>): Promise<void> {
   return runMain(async () => {
-    const config = m.loadConfig(process.env, { standalone: true });
+    const config = m.loadConfig(processEnvironment(), { standalone: true });
     const logger = createLogger({ service: m.name, level: config.logLevel });
     const server = m.createServer(config, { logger });
     await server.start();
