@@ -30,6 +30,7 @@ export const verifierTransport: Scenario = {
             target: name === 'ours' ? 'verifier' : 'echo',
             address: targets[name],
             key: stack.key,
+            internalToken: stack.internalToken,
             inFlight: IN_FLIGHT,
             warmupMs: round === 0 ? budget.warmupSeconds * 1000 : 300,
             ms: budget.seconds * 1000,

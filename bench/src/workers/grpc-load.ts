@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { performance } from 'node:perf_hooks';
-import { clientConstructor, VERIFIER_PROTO, VERIFIER_SERVICE, type VerifyStreamResponse } from '@service-relay/grpc';
+import { clientConstructor, internalMetadata, VERIFIER_PROTO, VERIFIER_SERVICE, type VerifyStreamResponse } from '@service-relay/grpc';
 import { echoService } from '../lib/echo-proto';
 import { signTokens, type TenantKey } from '../lib/tokens';
 import { serveWorker } from '../lib/worker-runtime';
@@ -16,6 +16,8 @@ interface RunArgs {
   target: 'verifier' | 'echo';
   address: string;
   key: TenantKey;
+  /** The verifier's token RPCs require INTERNAL_TOKEN; the echo server gets the same metadata. */
+  internalToken: string;
   inFlight: number;
   warmupMs: number;
   ms: number;
@@ -27,9 +29,9 @@ async function run(args: RunArgs): Promise<{ rate: number; invalid: number; firs
   if (tokens.length === 0) tokens = signTokens(args.key, 1024);
   const Ctor = args.target === 'verifier' ? clientConstructor(VERIFIER_PROTO, VERIFIER_SERVICE) : echoService();
   const method = args.target === 'verifier' ? 'VerifyStream' : 'EchoStream';
-  const client = new Ctor(args.address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, () => grpc.ClientDuplexStream<unknown, VerifyStreamResponse>>;
+  const client = new Ctor(args.address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, (md: grpc.Metadata) => grpc.ClientDuplexStream<unknown, VerifyStreamResponse>>;
   await new Promise<void>((resolve, reject) => client.waitForReady(Date.now() + 5000, (err) => (err ? reject(err) : resolve())));
-  const stream = client[method]!();
+  const stream = client[method]!(internalMetadata(args.internalToken));
   let sent = 0;
   let received = 0;
   let invalid = 0;
