@@ -2,8 +2,26 @@ import { STATUS_CODES, type ServerResponse } from 'node:http';
 import { errorBody, httpStatusFor, type ErrorCode } from './errors';
 import { sendJson } from './ops';
 
-/** The contract's error answer: the status from the code table, the body `{"errors":[code]}`. */
-export function sendError(res: ServerResponse, code: ErrorCode, headers: Record<string, string> = {}): void {
+export interface SendErrorOptions {
+  /**
+   * Close the connection after the answer when the request body was not read
+   * to its end: draining an unread (possibly huge) body just to keep the
+   * connection alive would cost more than a new connection.
+   */
+  closeIfUnread?: boolean;
+}
+
+/**
+ * The contract's error answer: the status from the code table, the body
+ * `{"errors":[code]}`. An answer already under way cannot become an error:
+ * the connection is cut instead, so the client sees a broken answer.
+ */
+export function sendError(res: ServerResponse, code: ErrorCode, headers: Record<string, string> = {}, opts: SendErrorOptions = {}): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  if (opts.closeIfUnread && res.req?.complete === false) res.setHeader('connection', 'close');
   sendJson(res, httpStatusFor(code), errorBody(code), headers);
 }
 

@@ -12,3 +12,4 @@ export * from './secret-box';
 export * from './connection-guard';
 export * from './rate-limit/index';
 export * from './lru';
+export * from './limits';

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_BASIC_HEADER_LENGTH, parseBasicAuthorization } from './basic-auth';
+import { MAX_BASIC_HEADER_LENGTH, parseBasicAuthorization } from './authorization';
 
-// Property-based tests of the registry's HTTP Basic parsing (host-sync fetch).
+// Property-based tests of the HTTP Basic parsing (the registry's host-sync fetch).
 const config = { seed: 0x6a7e_0002, numRuns: 500 };
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
 /** Strings that survive UTF-8 (no lone surrogates). */

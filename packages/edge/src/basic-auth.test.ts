@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_BASIC_HEADER_LENGTH, parseBasicAuthorization } from './basic-auth';
+import { MAX_BASIC_HEADER_LENGTH, parseBasicAuthorization } from './authorization';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 

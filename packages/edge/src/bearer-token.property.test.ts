@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { bearerToken, MAX_TOKEN_BYTES } from './bearer-token';
+import { MAX_TOKEN_BYTES } from '@service-relay/core';
+import { bearerToken } from './authorization';
 
-// Property-based tests of the gateway's Authorization parsing. Seeded so a
+// Property-based tests of the Authorization bearer parsing (gateway, realtime, registry admin). Seeded so a
 // failure reproduces (fast-check prints the seed and the shrunk input).
 const config = { seed: 0x6a7e_0001, numRuns: 500 };
 
@@ -13,7 +14,7 @@ const scheme = fc.constantFrom('Bearer', 'bearer', 'BEARER', 'bEaReR');
 /** Characters that may not appear inside a token68 credential. */
 const garbage = fc.constantFrom(' ', '\t', '\n', '\r', '\u0000', '\u00a0', '\u2028', ',', ';', '"', "'", '\\', '(', '<', '%', '\u00e9', '\ud83d\ude80', '\ufeff');
 
-describe('bearerToken (edge-gateway) under arbitrary input', () => {
+describe('bearerToken (edge toolkit) under arbitrary input', () => {
   it('never throws; what it returns is a token68 credential of at most 8 KiB that the header names exactly', () => {
     fc.assert(
       fc.property(fc.oneof(fc.string({ unit: 'binary', maxLength: 120 }), fc.string().map((s) => `Bearer ${s}`), fc.option(fc.string(), { nil: undefined })), (header) => {

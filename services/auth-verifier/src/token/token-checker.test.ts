@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { isCanonicalBase64url } from './base64url';
 import { REJECT_REASONS, type RejectReason } from './reject-reason';
 import { buildTenantKeys, type TenantKeys } from './tenant-keys';
-import { MAX_TOKEN_BYTES, TokenChecker } from './token-checker';
+import { MAX_TOKEN_BYTES } from '@service-relay/core';
+import { TokenChecker } from './token-checker';
 
 const NOW_S = 1_700_000_000;
 const MAX_LIFETIME_S = 86_400;

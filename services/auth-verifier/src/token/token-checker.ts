@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { Clock } from '@service-relay/core';
-import { isCanonicalUuid, isUuid } from '@service-relay/core';
+import { isCanonicalUuid, isUuid, MAX_TOKEN_BYTES } from '@service-relay/core';
 import { LRUCache } from 'lru-cache';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { canonicalTail, isCanonicalBase64url } from './base64url';
@@ -11,8 +11,6 @@ import type { TenantKeys } from './tenant-keys';
 
 export const ISSUER = 'service-relay';
 export const AUDIENCE = 'service-relay';
-/** CONTRACT.md: at most 8 KiB. */
-export const MAX_TOKEN_BYTES = 8192;
 
 export type CheckResult = { valid: true; identity: VerifiedIdentity } | { valid: false; reason: RejectReason };
 

@@ -1,14 +1,13 @@
 import type { Agent, IncomingMessage, ServerResponse } from 'node:http';
-import { handleOps, type Logger, type ReadinessCheck } from '@service-relay/core';
+import { handleOps, sendError, type ErrorCode, type Logger, type ReadinessCheck } from '@service-relay/core';
+import { authorizationOf, bearerToken, declaredTooLarge, INVALID_TOKEN_HEADERS, readBodyOrRefuse } from '@service-relay/edge';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Authenticator } from '../auth/authenticator';
-import { bearerToken } from '../auth/bearer-token';
 import type { GatewayConfig } from '../config';
-import { declaredTooLarge, MAX_API_BODY_BYTES, MAX_HOST_FETCH_BODY_BYTES, readBodyLimited } from './body-limit';
+import { MAX_API_BODY_BYTES, MAX_HOST_FETCH_BODY_BYTES } from './body-limit';
 import { applyCors } from './cors';
 import type { GatewayMetrics } from './gateway-metrics';
 import { beginRequest, contextOf } from './request-context';
-import { INVALID_TOKEN_HEADERS, sendError } from './send-error';
 import { createUpstreamProxy, type ForwardFn } from './upstream-proxy';
 
 export interface AppOptions {
@@ -60,10 +59,10 @@ export function createApp(opts: AppOptions): Express {
     // they overflowed realtime's parser, which dropped the trailing Host.
     if (req.rawHeaders.length / 2 > maxHeaders) {
       ctx.route = 'not_found';
-      return sendError(req, res, 'headers_too_large', { connection: 'close' });
+      return fail(res, 'headers_too_large', { connection: 'close' });
     }
     // What Node's requireHostHeader did (turned off in server.ts, see there).
-    if (req.httpVersion === '1.1' && req.headers.host === undefined) return sendError(req, res, 'bad_request', { connection: 'close' });
+    if (req.httpVersion === '1.1' && req.headers.host === undefined) return fail(res, 'bad_request', { connection: 'close' });
     if (applyCors(req, res, config.corsOrigins)) {
       ctx.route = 'preflight';
       return;
@@ -78,7 +77,7 @@ export function createApp(opts: AppOptions): Express {
   app.all(HOST_FETCH_PATH, async (req: Request, res: Response) => {
     const ctx = contextOf(req);
     ctx.route = 'host_fetch';
-    if (req.method !== 'POST') return sendError(req, res, 'method_not_allowed', { allow: 'POST' });
+    if (req.method !== 'POST') return fail(res, 'method_not_allowed', { allow: 'POST' });
     // The registry rate-limits failed fetches (its own port is public too, so
     // the rule lives in one place); it counts them per client address, which
     // only the gateway knows, vouched for by the internal token.
@@ -97,22 +96,22 @@ export function createApp(opts: AppOptions): Express {
     const ctx = contextOf(req);
     ctx.route = 'api_v1';
     // Cheap and reveals nothing: refuse a declared oversize body before any work.
-    if (declaredTooLarge(req, MAX_API_BODY_BYTES)) return sendError(req, res, 'payload_too_large');
+    if (declaredTooLarge(req, MAX_API_BODY_BYTES)) return fail(res, 'payload_too_large');
     const headers: Record<string, string> = { 'x-internal-token': config.internalToken, 'x-request-id': ctx.requestId };
     if (authenticate) {
-      const token = bearerToken(req.headers.authorization);
-      if (token === undefined) return sendError(req, res, 'invalid_or_missing_token', INVALID_TOKEN_HEADERS);
+      const token = bearerToken(authorizationOf(req));
+      if (token === undefined) return fail(res, 'invalid_or_missing_token', INVALID_TOKEN_HEADERS);
       let result;
       try {
         result = await authenticator!.authenticate(token);
       } catch (err) {
         logger.warn({ request_id: ctx.requestId, err: (err as Error).message }, 'token check unavailable');
-        return sendError(req, res, 'auth_unavailable');
+        return fail(res, 'auth_unavailable');
       }
       if (!result.valid) {
         // The verifier's reason code (never the token): why a client is refused is an operator's first question.
         logger.info({ request_id: ctx.requestId, reason: result.reason }, 'token refused');
-        return sendError(req, res, 'invalid_or_missing_token', INVALID_TOKEN_HEADERS);
+        return fail(res, 'invalid_or_missing_token', INVALID_TOKEN_HEADERS);
       }
       const id = result.identity;
       ctx.tenantId = id.tenantId;
@@ -123,24 +122,21 @@ export function createApp(opts: AppOptions): Express {
     await forwardWithBody(req, res, MAX_API_BODY_BYTES, toRealtime, headers);
   });
 
-  app.use((req: Request, res: Response) => sendError(req, res, 'not_found'));
+  app.use((req: Request, res: Response) => fail(res, 'not_found'));
 
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
     logger.error({ err, request_id: contextOf(req).requestId }, 'unhandled error');
-    sendError(req, res, 'internal');
+    fail(res, 'internal');
   });
   return app;
 }
 
 async function forwardWithBody(req: IncomingMessage, res: ServerResponse, limit: number, forward: ForwardFn, headers: Record<string, string>): Promise<void> {
-  let body: Buffer | undefined;
-  try {
-    body = await readBodyLimited(req, limit);
-  } catch {
-    // The client went away mid-body; nobody is left to answer.
-    res.destroy();
-    return;
-  }
-  if (body === undefined) return sendError(req, res, 'payload_too_large');
-  forward(req, res, body, headers);
+  const body = await readBodyOrRefuse(req, res, limit);
+  if (body !== undefined) forward(req, res, body, headers);
+}
+
+/** The gateway's error answer: when the request body was not read, the connection is closed after it. */
+function fail(res: ServerResponse, code: ErrorCode, headers: Record<string, string> = {}): void {
+  sendError(res, code, headers, { closeIfUnread: true });
 }

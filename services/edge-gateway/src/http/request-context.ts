@@ -1,9 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { redactUrl, type Logger } from '@service-relay/core';
+import { requestIdOf } from '@service-relay/edge';
 import type { GatewayMetrics, RouteLabel } from './gateway-metrics';
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Per-request facts the handlers fill in and the access log reads. */
 export interface RequestContext {
@@ -28,8 +26,7 @@ export function contextOf(req: IncomingMessage): RequestContext {
  * returned on every response. One JSON access line per request, at close.
  */
 export function beginRequest(req: IncomingMessage, res: ServerResponse, opts: { logger: Logger; metrics: GatewayMetrics; trustProxy: boolean }): RequestContext {
-  const given = req.headers['x-request-id'];
-  const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+  const requestId = requestIdOf(req.headers['x-request-id']);
   const ctx: RequestContext = { requestId, clientAddress: clientAddress(req, opts.trustProxy), route: 'not_found', started: performance.now() };
   contexts.set(req, ctx);
   res.setHeader('x-request-id', requestId);

@@ -1,8 +1,10 @@
 import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from '@service-relay/core';
+import { sendError, type Logger } from '@service-relay/core';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import type { GatewayMetrics } from './gateway-metrics';
-import { sendError } from './send-error';
+
+/** The gateway's rule: an answer to a request whose body was not read closes the connection. */
+const CLOSE_IF_UNREAD = { closeIfUnread: true } as const;
 
 export interface UpstreamProxyOptions {
   /** Label for logs and metrics. */
@@ -57,7 +59,7 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
               opts.logger.warn({ upstream: opts.name, err: (err as Error).message }, 'could not forward the request body');
               proxyReq.destroy();
               clearTimeout(state.timer);
-              sendError(req, res, 'invalid_body');
+              sendError(res, 'invalid_body', {}, CLOSE_IF_UNREAD);
             }
           }
         });
@@ -88,7 +90,7 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
           const kind = err.code === 'ETIMEDOUT' ? 'timeout' : 'unavailable';
           opts.metrics.upstreamError(opts.name, kind);
           opts.logger.warn({ upstream: opts.name, code: err.code ?? err.message }, 'upstream request failed');
-          sendError(req, res, kind === 'timeout' ? 'upstream_timeout' : 'upstream_unavailable');
+          sendError(res, kind === 'timeout' ? 'upstream_timeout' : 'upstream_unavailable', {}, CLOSE_IF_UNREAD);
         });
         proxy.on('econnreset', () => {});
       },
@@ -105,7 +107,7 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
         opts.metrics.upstreamError(opts.name, 'timeout');
         opts.logger.warn({ upstream: opts.name, timeout_ms: opts.timeoutMs }, 'upstream did not answer in time');
         state.proxyReq?.destroy();
-        sendError(req, res, 'upstream_timeout');
+        sendError(res, 'upstream_timeout', {}, CLOSE_IF_UNREAD);
       }, opts.timeoutMs),
     };
     inFlight.set(req, state);
@@ -113,7 +115,7 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
     const failed = (err: unknown) => {
       clearTimeout(state.timer);
       opts.logger.error({ err }, 'proxy middleware failed');
-      sendError(req, res, 'internal');
+      sendError(res, 'internal', {}, CLOSE_IF_UNREAD);
     };
     try {
       middleware(req, res, failed).catch(failed);

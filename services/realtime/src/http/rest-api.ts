@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CHANNEL_NAME, codeOf, errorBody, httpStatusFor, isCanonicalUuid, isUuid, safeEqual, type ErrorCode, type Logger } from '@service-relay/core';
+import { CHANNEL_NAME, codeOf, isCanonicalUuid, isUuid, MAX_DATA_BYTES, safeEqual, sendError, sendJson, type ErrorCode, type Logger } from '@service-relay/core';
+import { INVALID_TOKEN_HEADERS, readBodyOrRefuse } from '@service-relay/edge';
 import { isMessageId } from '../messaging/message-id';
 import { messageJson, type ChannelRef } from '../messaging/message';
 import type { HistoryPage, MessageBus } from '../messaging/message-bus';
-import { applyPublishRule, MAX_DATA_BYTES } from '../messaging/publish-rule';
+import { applyPublishRule } from '../messaging/publish-rule';
 import { EPOCH_SHAPE } from '../messaging/recovery';
 import type { RealtimeMetrics } from '../metrics';
 
@@ -40,8 +41,7 @@ export function createRestHandler(opts: RestOptions): (req: IncomingMessage, res
       if (code === 'internal' || code === 'unavailable') {
         opts.logger.error({ err, request_id: req.headers['x-request-id'], tenant_id: req.headers['x-relay-tenant-id'] }, 'request failed');
       }
-      if (!res.headersSent) send(res, httpStatusFor(code), errorBody(code));
-      else res.destroy();
+      sendError(res, code);
     });
   };
 }
@@ -55,7 +55,7 @@ async function handle(opts: RestOptions, req: IncomingMessage, res: ServerRespon
   if (!caller) return fail(res, 'invalid_or_missing_token');
   if (path === '/api/v1/me') {
     if (req.method !== 'GET' && req.method !== 'HEAD') return fail(res, 'method_not_allowed');
-    return send(res, 200, JSON.stringify({ tenant_id: caller.tenantId, user_id: caller.userId, expires_at: caller.expiresAt }));
+    return sendJson(res, 200, JSON.stringify({ tenant_id: caller.tenantId, user_id: caller.userId, expires_at: caller.expiresAt }));
   }
   const m = MESSAGES_PATH.exec(path);
   if (!m) return fail(res, 'not_found');
@@ -79,11 +79,12 @@ function callerOf(req: IncomingMessage, internalToken: string): Caller | undefin
 }
 
 async function publish(opts: RestOptions, req: IncomingMessage, res: ServerResponse, ref: ChannelRef, caller: Caller): Promise<void> {
-  const raw = await readBody(req);
-  if (raw === undefined) return fail(res, 'payload_too_large');
+  // Past the limit the rest is drained, so the connection stays usable.
+  const raw = await readBodyOrRefuse(req, res, MAX_BODY_BYTES, { drain: true });
+  if (raw === undefined) return;
   let body: unknown;
   try {
-    body = JSON.parse(raw);
+    body = JSON.parse(raw.toString('utf8'));
   } catch {
     return fail(res, 'invalid_body');
   }
@@ -94,7 +95,7 @@ async function publish(opts: RestOptions, req: IncomingMessage, res: ServerRespo
   if (!verdict.ok) return fail(res, verdict.refusal === 'malformed' ? 'invalid_body' : verdict.refusal);
   opts.metrics.messagesIn.inc({ source: 'rest' });
   // A retry with a known key gets the first message again, with the same status.
-  send(res, 201, messageJson(verdict.message));
+  sendJson(res, 201, messageJson(verdict.message));
 }
 
 async function history(opts: RestOptions, res: ServerResponse, ref: ChannelRef, query: URLSearchParams): Promise<void> {
@@ -107,7 +108,7 @@ async function history(opts: RestOptions, res: ServerResponse, ref: ChannelRef, 
   const limit = limitText === null ? 50 : Number(limitText);
   if (limit < 1 || limit > 100) return fail(res, 'invalid_query');
   const page = await opts.messages.history(ref, after === null ? { limit } : { after, limit, ...(epoch !== null && { epoch }) });
-  send(res, 200, historyJson(page));
+  sendJson(res, 200, historyJson(page));
 }
 
 /** `{"messages":[…],"epoch"}`, plus `recovered` (and `reason`) when the query had `after`. */
@@ -115,26 +116,6 @@ function historyJson(page: HistoryPage): string {
   const r = page.recovery;
   const recovery = r === undefined ? '' : r.recovered ? ',"recovered":true' : `,"recovered":false,"reason":"${r.reason}"`;
   return `{"messages":[${page.messages.map(messageJson).join(',')}],"epoch":${JSON.stringify(page.epoch)}${recovery}}`;
-}
-
-/** Reads the body as UTF-8; undefined when it exceeds the bound (reading stops there). */
-function readBody(req: IncomingMessage): Promise<string | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        req.removeAllListeners('data');
-        req.resume();
-        resolve(undefined);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }
 
 function decodeChannel(segment: string): string | undefined {
@@ -148,11 +129,5 @@ function decodeChannel(segment: string): string | undefined {
 }
 
 function fail(res: ServerResponse, code: ErrorCode): void {
-  const headers: Record<string, string> = code === 'invalid_or_missing_token' ? { 'www-authenticate': 'Bearer realm="service-relay", error="invalid_token"' } : {};
-  send(res, httpStatusFor(code), errorBody(code), headers);
-}
-
-function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), ...headers });
-  res.end(body);
+  sendError(res, code, code === 'invalid_or_missing_token' ? INVALID_TOKEN_HEADERS : {});
 }

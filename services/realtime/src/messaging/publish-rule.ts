@@ -1,8 +1,7 @@
+import { MAX_DATA_BYTES } from '@service-relay/core';
 import type { ChannelRef, Message } from './message';
 import type { MessageBus } from './message-bus';
 
-/** `data` is measured as its JSON serialization in UTF-8 bytes. */
-export const MAX_DATA_BYTES = 65_536;
 /**
  * Arrays and objects may nest this deep in `data`. Serializing is recursive:
  * without a bound, a body of a few kilobytes nested thousands deep

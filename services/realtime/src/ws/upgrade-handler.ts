@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { codeOf, rawErrorResponse, redactUrl, type ErrorCode, type Logger } from '@service-relay/core';
+import { authorizationOf, bearerToken, WWW_AUTHENTICATE } from '@service-relay/edge';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { WebSocket, WebSocketServer } from 'ws';
 import type { RealtimeMetrics } from '../metrics';
@@ -8,7 +9,7 @@ import type { Scheduler } from '../realtime/scheduler';
 import type { ConnectionRegistry } from './connection-registry';
 
 export const WS_PATH = '/ws';
-const BEARER_CHALLENGE = 'WWW-Authenticate: Bearer realm="service-relay", error="invalid_token"\r\n';
+const BEARER_CHALLENGE = `WWW-Authenticate: ${WWW_AUTHENTICATE.invalidToken}\r\n`;
 
 export interface UpgradeOptions {
   wss: WebSocketServer;
@@ -57,8 +58,8 @@ function ignoreSocketError(): void {}
 
 /** `Authorization: Bearer` (scheme in any case) wins; browsers use `access_token`. */
 function tokenOf(req: IncomingMessage): string | undefined {
-  const header = req.headers.authorization;
-  if (header !== undefined) return /^bearer +(\S+) *$/i.exec(header)?.[1];
+  const header = authorizationOf(req);
+  if (header !== undefined) return bearerToken(header);
   const q = (req.url ?? '').indexOf('?');
   if (q < 0) return undefined;
   const token = new URLSearchParams(req.url!.slice(q + 1)).get('access_token');

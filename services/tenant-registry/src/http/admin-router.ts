@@ -1,5 +1,6 @@
-import express, { Router, type NextFunction, type Request, type Response } from 'express';
+import { Router, type NextFunction, type Request, type Response } from 'express';
 import { errorBody, httpStatusFor, isCanonicalUuid, RelayError, sendJson, type ErrorCode, type Logger } from '@service-relay/core';
+import { authorizationOf, bearerToken, readBodyLimited, WWW_AUTHENTICATE } from '@service-relay/edge';
 import { UNAUTHENTICATED, type AdminTokens } from '../audit/admin-tokens';
 import type { AuditLog } from '../audit/audit-log';
 import type { RegistryMetrics } from '../metrics';
@@ -10,10 +11,20 @@ import { decodeAuditCursor, encodeAuditCursor, toAuditView } from './audit-view'
 import { decodeCursor, encodeCursor, parseLimit } from './list-cursor';
 import { errorCodeFor, NO_STORE } from './send';
 
-const BEARER = /^Bearer +(\S+) *$/i;
+/** Admin calls take no body; a small limit keeps junk cheap to refuse. */
+const MAX_ADMIN_BODY_BYTES = 1024;
 
-// Admin calls take no body; a small limit keeps junk cheap to refuse.
-const rawBody = express.raw({ type: () => true, limit: 1024 });
+/** Reads the body into `req.body` (a Buffer); past the limit `payload_too_large`, a client gone mid-body `invalid_body`. */
+function rawBody(req: Request, _res: Response, next: NextFunction): void {
+  readBodyLimited(req, MAX_ADMIN_BODY_BYTES).then(
+    (body) => {
+      if (body === undefined) return next(new RelayError('payload_too_large'));
+      req.body = body;
+      next();
+    },
+    () => next(new RelayError('invalid_body')),
+  );
+}
 
 export interface AdminRouterDeps {
   admin: TenantAdmin;
@@ -56,10 +67,10 @@ export function adminRouter(deps: AdminRouterDeps): Router {
   router.use(async (req, res, next) => {
     res.locals.call = describeAdminCall(req.method, req.path);
     res.on('finish', () => metrics.adminRequest((res.locals.route as string | undefined) ?? 'unmatched', res.statusCode));
-    const actor = adminTokens.identify(BEARER.exec(req.headers.authorization ?? '')?.[1]);
+    const actor = adminTokens.identify(bearerToken(authorizationOf(req)));
     if (actor === undefined) {
       res.locals.route = 'unauthorized';
-      return fail(req, res, 'invalid_admin_token', { 'www-authenticate': 'Bearer realm="service-relay"' });
+      return fail(req, res, 'invalid_admin_token', { 'www-authenticate': WWW_AUTHENTICATE.adminBearer });
     }
     res.locals.actor = actor;
     next();

@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { redactUrl, type Logger } from '@service-relay/core';
+import { redactUrl, sendError, type Logger } from '@service-relay/core';
+import { requestIdOf } from '@service-relay/edge';
 import type { AdminTokens } from '../audit/admin-tokens';
 import type { AuditLog } from '../audit/audit-log';
 import type { RegistryMetrics } from '../metrics';
@@ -8,7 +8,7 @@ import type { HostSyncCheck } from '../tenants/host-sync-check';
 import type { TenantAdmin } from '../tenants/tenant-admin';
 import { adminRouter } from './admin-router';
 import { hostSyncFetch, type HostFetchLimit } from './host-sync-fetch';
-import { errorCodeFor, sendError } from './send';
+import { errorCodeFor, NO_STORE } from './send';
 
 export interface AppDeps {
   admin: TenantAdmin;
@@ -21,9 +21,6 @@ export interface AppDeps {
   hostFetch?: HostFetchLimit;
 }
 
-// Same rule as the gateway, which sends its id upstream.
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
 /** The registry's HTTP API: host-sync fetch and admin API (ops endpoints are served in front of it). */
 export function createApp(deps: AppDeps): express.Express {
   const app = express();
@@ -31,8 +28,8 @@ export function createApp(deps: AppDeps): express.Express {
   app.disable('etag');
 
   app.use((req, res, next) => {
-    const header = req.headers['x-request-id'];
-    const requestId = typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
+    // Same rule as the gateway, which sends its id upstream.
+    const requestId = requestIdOf(req.headers['x-request-id']);
     res.setHeader('x-request-id', requestId);
     const started = performance.now();
     res.on('finish', () => {
@@ -46,13 +43,13 @@ export function createApp(deps: AppDeps): express.Express {
 
   app.use(hostSyncFetch(deps.hostSync, deps.metrics, deps.logger, deps.hostFetch));
   app.use('/admin', adminRouter(deps));
-  app.use((_req, res) => sendError(res, 'not_found'));
+  app.use((_req, res) => sendError(res, 'not_found', NO_STORE));
 
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     if (res.headersSent) return;
     const code = errorCodeFor(err);
     if (code === 'internal') deps.logger.error({ err }, 'request failed');
-    sendError(res, code);
+    sendError(res, code, NO_STORE);
   });
 
   return app;

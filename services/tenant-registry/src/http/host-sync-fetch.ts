@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import { errorBody, safeEqual, type Logger, type RateLimiter } from '@service-relay/core';
+import { errorBody, safeEqual, sendError, type Logger, type RateLimiter } from '@service-relay/core';
+import { authorizationOf, parseBasicAuthorization, WWW_AUTHENTICATE } from '@service-relay/edge';
 import type { RegistryMetrics } from '../metrics';
 import type { HostSyncCheck } from '../tenants/host-sync-check';
-import { parseBasicAuthorization } from './basic-auth';
-import { sendError, sendMethodNotAllowed } from './send';
+import { NO_STORE } from './send';
 
 const FETCH_PATH = /^\/api\/host\/tenants\/([^/]*)\/jwt_secret\/fetch\/?$/;
 
@@ -15,7 +15,7 @@ const FAILURE_BODY = Buffer.from(errorBody('invalid_host_sync_credentials'));
 const FAILURE_HEADERS = {
   'content-type': 'application/json; charset=utf-8',
   'content-length': String(FAILURE_BODY.length),
-  'www-authenticate': 'Basic realm="service-relay"',
+  'www-authenticate': WWW_AUTHENTICATE.basic,
   ...NO_CACHE,
 };
 
@@ -42,22 +42,22 @@ export function hostSyncFetch(check: HostSyncCheck, metrics: RegistryMetrics, lo
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const m = FETCH_PATH.exec(req.path);
     if (!m) return next();
-    if (req.method !== 'POST') return sendMethodNotAllowed(res, 'POST');
+    if (req.method !== 'POST') return sendError(res, 'method_not_allowed', { ...NO_STORE, allow: 'POST' });
     const tenantId = m[1]!;
     let secret: string | undefined;
     try {
-      secret = await check.fetchPrimary(tenantId, parseBasicAuthorization(req.headers.authorization));
+      secret = await check.fetchPrimary(tenantId, parseBasicAuthorization(authorizationOf(req)));
     } catch (err) {
       metrics.fetch('error');
       logger.error({ err }, 'host-sync fetch failed');
-      return sendError(res, 'unavailable');
+      return sendError(res, 'unavailable', NO_STORE);
     }
     if (secret === undefined) {
       if (limit) {
         const decision = await limit.limiter.hit(limitKey(clientAddress(req, limit.internalToken), tenantId));
         if (!decision.allowed) {
           metrics.fetch('rate_limited');
-          return sendError(res, 'rate_limited', { ...NO_CACHE, 'retry-after': String(decision.retryAfterS) });
+          return sendError(res, 'rate_limited', { ...NO_STORE, ...NO_CACHE, 'retry-after': String(decision.retryAfterS) });
         }
       }
       metrics.fetch('rejected');

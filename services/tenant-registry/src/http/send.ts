@@ -1,16 +1,7 @@
-import type { ServerResponse } from 'node:http';
-import { errorBody, httpStatusFor, isRelayError, sendJson, type ErrorCode } from '@service-relay/core';
+import { isRelayError, type ErrorCode } from '@service-relay/core';
 
 /** Secrets may be in any admin answer; no cache may keep one. */
 export const NO_STORE = { 'cache-control': 'no-store' } as const;
-
-export function sendError(res: ServerResponse, code: ErrorCode, headers: Record<string, string> = {}): void {
-  sendJson(res, httpStatusFor(code), errorBody(code), { ...NO_STORE, ...headers });
-}
-
-export function sendMethodNotAllowed(res: ServerResponse, allow: string): void {
-  sendError(res, 'method_not_allowed', { allow });
-}
 
 /** The contract's code for an error thrown while handling a request; `internal` for anything unexpected (log it). */
 export function errorCodeFor(err: unknown): ErrorCode {
