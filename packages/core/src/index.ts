@@ -13,3 +13,4 @@ export * from './connection-guard';
 export * from './rate-limit/index';
 export * from './lru';
 export * from './limits';
+export * from './tracing';

@@ -16,6 +16,8 @@ export interface VerifyResponseWire {
 export interface VerifyStreamRequest {
   id: number;
   token: string;
+  /** W3C traceparent of the caller's span; absent (or '') when not tracing. */
+  traceparent?: string;
 }
 
 export interface VerifyStreamResponse {

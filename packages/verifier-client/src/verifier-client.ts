@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { RelayError, type Logger } from '@service-relay/core';
+import { RelayError, traceHeaders, type Logger } from '@service-relay/core';
 import { internalClient, internalMetadata, VERIFIER_PROTO, VERIFIER_SERVICE, type VerifyStreamRequest, type VerifyStreamResponse } from '@service-relay/grpc';
 import { fromWire, type VerifyResult } from './verify-result';
 
@@ -77,7 +77,10 @@ export class StreamingVerifierClient implements VerifierClient {
     if (refresh) this.refreshInFlight++;
     return new Promise<VerifyResult>((resolve, reject) => {
       this.pending.set(id, { refresh, resolve, reject, deadline: Date.now() + this.deadlineMs });
-      this.openStream().write({ id, token });
+      // The caller's span (the gateway's request, realtime's upgrade) goes with
+      // the check: the stream is shared, so the trace context is per message.
+      const { traceparent } = traceHeaders();
+      this.openStream().write(traceparent === undefined ? { id, token } : { id, token, traceparent });
     });
   }
 

@@ -1,5 +1,5 @@
 import { hkdfSync } from 'node:crypto';
-import { DEFAULT_PORTS, EnvReader, readRedisSettings, readTenantFeedConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig } from '@service-relay/core';
+import { DEFAULT_PORTS, EnvReader, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig } from '@service-relay/core';
 
 export interface VerifierConfig {
   grpcPort: number;
@@ -19,6 +19,8 @@ export interface VerifierConfig {
   redis: RedisSettings;
   maxTokenLifetimeS: number;
   keyCacheTtlS: number;
+  /** OTEL_EXPORTER_OTLP_ENDPOINT and the sampler; off without an endpoint. */
+  tracing: TracingConfig;
   logLevel: string;
 }
 
@@ -49,6 +51,7 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Ve
     redis: Object.freeze({ ...redis }),
     maxTokenLifetimeS: r.int('MAX_TOKEN_LIFETIME_S', 86_400, 1, 31_536_000),
     keyCacheTtlS: r.int('KEY_CACHE_TTL_S', 60, 1, 3_600),
+    tracing: Object.freeze(readTracingConfig(r)),
     logLevel: r.logLevel(),
   });
 }

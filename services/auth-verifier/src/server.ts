@@ -7,12 +7,14 @@ import {
   handleOps,
   listen,
   sendError,
+  startTracing,
   systemClock,
   withTimeout,
   type Clock,
   type Logger,
   type ReadinessCheck,
   type Service,
+  type Tracing,
 } from '@service-relay/core';
 import { bindServer, grpcAddress, HealthService, serviceDefinition, stopServer, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeed } from '@service-relay/tenant-events';
@@ -32,6 +34,8 @@ export interface VerifierDeps {
   logger?: Logger;
   clock?: Clock;
   keySource?: KeySource;
+  /** Tests inject one with an in-memory exporter; otherwise made from config.tracing (and shut down at stop). */
+  tracing?: Tracing;
 }
 
 export interface VerifierServer extends Service {
@@ -46,6 +50,7 @@ const REGISTRY_DEADLINE_MS = 2000;
 export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDeps = {}): VerifierServer {
   const logger = deps.logger ?? createLogger({ service: 'auth-verifier', level: config.logLevel });
   const clock = deps.clock ?? systemClock;
+  const tracing = deps.tracing ?? startTracing('auth-verifier', config.tracing);
   const ownBus = deps.bus === undefined;
   const bus = deps.bus ?? createTenantEventBus(config.redis, logger);
   const feed = createTenantFeed({ kind: 'auth-verifier', registryAddr: config.tenantFeed.registryAddr, internalToken: config.internalToken, leaseMs: config.tenantFeed.leaseMs, bus, clock, logger });
@@ -59,7 +64,7 @@ export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDep
   // Callers hold one VerifyStream open for a long time and keep it alive with
   // pings (verifier-client: every 10 s); accept them instead of answering GOAWAY.
   const grpcServer = new grpc.Server({ 'grpc.keepalive_permit_without_calls': 1, 'grpc.http2.min_ping_interval_without_data_ms': 5_000 });
-  grpcServer.addService(serviceDefinition(VERIFIER_PROTO, VERIFIER_SERVICE), tokenVerifierHandlers(verifier, logger, config.internalToken));
+  grpcServer.addService(serviceDefinition(VERIFIER_PROTO, VERIFIER_SERVICE), tokenVerifierHandlers(verifier, logger, config.internalToken, tracing));
   const health = new HealthService([VERIFIER_SERVICE]);
   health.addTo(grpcServer);
 
@@ -104,6 +109,8 @@ export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDep
       await keySource.close();
       feed.close();
       if (ownBus) await bus.close();
+      // Last: flushes the spans of the checks answered while stopping.
+      if (!deps.tracing) await tracing.shutdown();
     },
   };
 }

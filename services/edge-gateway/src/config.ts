@@ -5,11 +5,13 @@ import {
   readConnectionLimits,
   readRedisSettings,
   readTenantFeedConfig,
+  readTracingConfig,
   requireRedisWhenAlone,
   type ConnectionLimits,
   type Env,
   type RedisSettings,
   type TenantFeedConfig,
+  type TracingConfig,
 } from '@service-relay/core';
 
 export interface GatewayConfig {
@@ -34,6 +36,8 @@ export interface GatewayConfig {
   authCacheTtlS: number;
   /** Take the client address from X-Forwarded-For (last hop) instead of the socket. */
   trustProxy: boolean;
+  /** OTEL_EXPORTER_OTLP_ENDPOINT and the sampler; off without an endpoint. */
+  tracing: TracingConfig;
   logLevel: string;
 }
 
@@ -67,6 +71,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
     verifyDeadlineMs: r.int('VERIFY_DEADLINE_MS', 2000, 10, 60_000),
     authCacheTtlS: r.int('AUTH_CACHE_TTL_S', 30, 0, 3600),
     trustProxy: r.bool('TRUST_PROXY', false),
+    tracing: Object.freeze(readTracingConfig(r)),
     logLevel: r.logLevel(),
   };
   return Object.freeze(config);

@@ -1,5 +1,5 @@
 import { createServer as createHttpServer } from 'node:http';
-import { closeServer, createLogger, guardConnections, listen, systemClock, withTimeout, type Clock, type Logger } from '@service-relay/core';
+import { closeServer, createLogger, guardConnections, listen, startTracing, systemClock, traceRequests, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
 import { Authenticator } from './auth/authenticator';
@@ -18,6 +18,8 @@ export interface GatewayDeps {
   logger?: Logger;
   verifier?: VerifierClient;
   clock?: Clock;
+  /** Tests inject one with an in-memory exporter; otherwise made from config.tracing (and shut down at stop). */
+  tracing?: Tracing;
 }
 
 export interface GatewayServer {
@@ -33,6 +35,7 @@ const AUTH_CACHE_MAX_ENTRIES = 100_000;
 export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): GatewayServer {
   const logger = deps.logger ?? createLogger({ service: 'edge-gateway', level: config.logLevel });
   const clock = deps.clock ?? systemClock;
+  const tracing = deps.tracing ?? startTracing('edge-gateway', config.tracing);
   const bus = deps.bus ?? createTenantEventBus(config.redis, logger);
   const feed = deps.feed ?? createTenantFeed({ kind: 'edge-gateway', registryAddr: config.tenantFeed.registryAddr, internalToken: config.internalToken, leaseMs: config.tenantFeed.leaseMs, bus, clock, logger });
   const verifier = deps.verifier ?? createVerifierClient({ address: config.verifierAddr, internalToken: config.internalToken, deadlineMs: config.verifyDeadlineMs, logger });
@@ -54,7 +57,9 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
   // enough for create-app to see the excess and answer 431. Truncation can
   // drop a trailing Host, so Node must not answer a bare 400 for that first:
   // create-app checks Host itself, after the count.
-  const server = createHttpServer({ requireHostHeader: false }, app);
+  // One span per request; upstreams (realtime, the registry) and the verifier
+  // check continue it: the proxy copies the traceparent this sets.
+  const server = createHttpServer({ requireHostHeader: false }, traceRequests(tracing, app, { forward: true }));
   server.maxHeadersCount = config.maxRequestHeaders + 1;
   guardConnections(server, config.connectionLimits, logger);
   let port = 0;
@@ -79,6 +84,7 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
       if (!deps.feed) feed.close();
       if (!deps.verifier) verifier.close();
       if (!deps.bus) await bus.close();
+      if (!deps.tracing) await tracing.shutdown();
     },
   };
 }

@@ -23,6 +23,7 @@ describe('loadConfig', () => {
       maxSubscriptions: 100,
       maxFrameBytes: 131_072,
       maxBufferedBytes: 4_194_304,
+      tracing: { endpoint: undefined, sampler: 'parentbased_always_on', ratio: 1 },
       logLevel: 'info',
     });
   });

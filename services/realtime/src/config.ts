@@ -5,11 +5,13 @@ import {
   readConnectionLimits,
   readRedisSettings,
   readTenantFeedConfig,
+  readTracingConfig,
   requireRedisWhenAlone,
   type ConnectionLimits,
   type Env,
   type RedisSettings,
   type TenantFeedConfig,
+  type TracingConfig,
 } from '@service-relay/core';
 
 export interface RealtimeConfig {
@@ -31,6 +33,8 @@ export interface RealtimeConfig {
   maxSubscriptions: number;
   maxFrameBytes: number;
   maxBufferedBytes: number;
+  /** OTEL_EXPORTER_OTLP_ENDPOINT and the sampler; off without an endpoint. */
+  tracing: TracingConfig;
   logLevel: string;
 }
 
@@ -56,6 +60,7 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
     // The data limit is 64 KiB; a frame must be able to carry that plus its envelope.
     maxFrameBytes: r.int('MAX_FRAME_BYTES', 131_072, 70_000, 64 * 1024 * 1024),
     maxBufferedBytes: r.int('MAX_BUFFERED_BYTES', 4_194_304, 65_536, 1024 * 1024 * 1024),
+    tracing: Object.freeze(readTracingConfig(r)),
     logLevel: r.logLevel(),
   });
 }

@@ -1,5 +1,5 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { closeServer, createLogger, guardConnections, handleOps, listen, sendError, withTimeout, type Clock, type Logger } from '@service-relay/core';
+import { closeServer, createLogger, guardConnections, handleOps, listen, sendError, startTracing, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -32,6 +32,8 @@ export interface RealtimeDeps {
   verifier?: VerifierClient;
   /** Ping interval for dead-peer detection (default 30 s). */
   pingIntervalMs?: number;
+  /** Tests inject one with an in-memory exporter; otherwise made from config.tracing (and shut down at stop). */
+  tracing?: Tracing;
 }
 
 export interface RealtimeServer {
@@ -48,6 +50,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const clock = deps.clock;
   const scheduler = clock && isScheduler(clock) ? clock : timerScheduler(clock);
   const metrics = new RealtimeMetrics();
+  const tracing = deps.tracing ?? startTracing('realtime', config.tracing);
   const ownsBus = !deps.bus;
   const events = deps.bus ?? createTenantEventBus(config.redis, logger);
   const ownsFeed = !deps.feed;
@@ -87,7 +90,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     ws.once('close', () => connections.delete(conn));
   };
 
-  const rest = createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes });
+  // The REST side continues the gateway's traceparent (ops and /ws plain requests are not traced).
+  const rest = traceRequests(tracing, createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes }));
   const readiness = {
     verifier: () => verifier.ready(),
     messages: () => messages.ready(),
@@ -104,7 +108,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   });
   // WebSockets keep their socket, so they count toward the caps for as long as they are open.
   guardConnections(server, config.connectionLimits, logger);
-  server.on('upgrade', createUpgradeHandler({ wss, registry, scheduler, metrics, logger, accept }));
+  server.on('upgrade', traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, accept })));
 
   let port = config.port;
   let pinger: NodeJS.Timeout | undefined;
@@ -142,6 +146,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       if (ownsMessages) await messages.close();
       if (ownsFeed) feed.close();
       if (ownsBus) await events.close();
+      if (!deps.tracing) await tracing.shutdown();
     },
   };
 }

@@ -25,7 +25,7 @@ export interface UpgradeOptions {
  * handshake is answered, so a refused client never gets a WebSocket, only the
  * contract's 401 (or 503 when the verifier cannot answer).
  */
-export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<void> | void {
   return (req, socket, head) => {
     // A client that vanishes mid-check must not crash the process.
     socket.on('error', ignoreSocketError);
@@ -33,7 +33,8 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
     if (url.split('?', 1)[0] !== WS_PATH) return reject(socket, 'not_found');
     const token = tokenOf(req);
     if (token === undefined) return refuse(opts, socket, 'invalid_or_missing_token', url, 'missing');
-    opts.registry.verifyFresh(token).then(
+    // Returned so a tracing wrapper knows when the check is over.
+    return opts.registry.verifyFresh(token).then(
       (result) => {
         if (socket.destroyed) return;
         if (!result.valid) return refuse(opts, socket, 'invalid_or_missing_token', url, result.reason);
