@@ -2,3 +2,4 @@ export * from './backends';
 export * from './token-forge';
 export * from './fake-verifier';
 export * from './raw-http';
+export * from './contract-answer';
