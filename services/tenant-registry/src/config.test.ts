@@ -34,6 +34,12 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...BASE, DATA_DIR: '/var/lib/relay' }).database).toEqual({ kind: 'pglite', dir: '/var/lib/relay/pg' });
   });
 
+  it('refuses an admin token that could not be sent as a bearer token', () => {
+    expect(failure({ ...BASE, ADMIN_TOKEN: 'adm-3hT9wQ2zK7pR5vX1cN8mB4y"L6fJ0sDgE' })).toBe('ADMIN_TOKEN');
+    expect(failure({ ...BASE, ADMIN_TOKEN_NEXT: 'nxt-3hT9wQ2zK7pR5vX1cN8mB4y L6fJ0sDgE' })).toBe('ADMIN_TOKEN_NEXT');
+    expect(loadConfig({ ...BASE, ADMIN_TOKEN: randomBytes(32).toString('base64') }).adminToken).toHaveLength(44);
+  });
+
   it('names the bad variable', () => {
     expect(failure({ ...BASE, REGISTRY_HTTP_PORT: 'http' })).toBe('REGISTRY_HTTP_PORT');
     expect(failure({ ...BASE, REGISTRY_GRPC_PORT: '70000' })).toBe('REGISTRY_GRPC_PORT');

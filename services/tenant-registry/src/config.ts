@@ -1,5 +1,6 @@
 import { resolve, join } from 'node:path';
-import { DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type RedisSettings } from '@service-relay/core';
+import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type RedisSettings } from '@service-relay/core';
+import { bearerToken } from '@service-relay/edge';
 
 export type DatabaseSettings =
   | { kind: 'postgres'; url: string }
@@ -58,8 +59,8 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     dataDir,
     database: Object.freeze(database),
     redis: Object.freeze(redis),
-    adminToken: r.credential('ADMIN_TOKEN'),
-    adminTokenNext: r.raw('ADMIN_TOKEN_NEXT') === undefined ? undefined : r.credential('ADMIN_TOKEN_NEXT'),
+    adminToken: adminCredential(r, 'ADMIN_TOKEN'),
+    adminTokenNext: r.raw('ADMIN_TOKEN_NEXT') === undefined ? undefined : adminCredential(r, 'ADMIN_TOKEN_NEXT'),
     internalToken: r.credential('INTERNAL_TOKEN'),
     secretsKey: r.secretsKey(),
     logLevel: r.logLevel(),
@@ -68,4 +69,11 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     auditRetentionMs: r.int('AUDIT_RETENTION_DAYS', 90, 1, 3650) * 86_400_000,
     auditUnauthenticatedPerMinute: r.int('AUDIT_UNAUTHENTICATED_PER_MINUTE', 10, 0, 1000),
   });
+}
+
+/** An admin token travels as `Authorization: Bearer <token>`: one the bearer grammar refuses could never log in. */
+function adminCredential(r: EnvReader, name: string): string {
+  const value = r.credential(name);
+  if (bearerToken(`Bearer ${value}`) !== value) throw new ConfigError(name, 'must be usable as a bearer token: letters, digits and -._~+/ (trailing = allowed)');
+  return value;
 }
