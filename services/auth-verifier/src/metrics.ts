@@ -1,15 +1,17 @@
-import type { Registry } from 'prom-client';
-import { Counter, Histogram } from 'prom-client';
+import { createMetricsRegistry } from '@service-relay/core';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import type { KeyLayer, KeySourceObserver } from './keys/key-source';
 import type { VerificationObserver, VerifyOutcome } from './token/token-verifier';
 
 export interface VerifierMetrics {
+  registry: Registry;
   verification: VerificationObserver;
   keys: KeySourceObserver;
 }
 
 /** verifications by result and reason, latency, key lookups per cache layer, faults. */
-export function createVerifierMetrics(registry: Registry): VerifierMetrics {
+export function createVerifierMetrics(): VerifierMetrics {
+  const registry = createMetricsRegistry('auth-verifier');
   const verifications = new Counter({
     name: 'relay_verifier_verifications_total',
     help: 'Token checks by result (valid, invalid, unavailable) and reject reason',
@@ -45,6 +47,7 @@ export function createVerifierMetrics(registry: Registry): VerifierMetrics {
   };
   const layerChildren = new Map<KeyLayer, ReturnType<typeof lookups.labels>>();
   return {
+    registry,
     verification: {
       verified(outcome: VerifyOutcome, startedAt: number) {
         latency.observe((performance.now() - startedAt) / 1000);

@@ -3,7 +3,6 @@ import { createServer as createHttpServer, type Server as HttpServer } from 'nod
 import {
   closeServer,
   createLogger,
-  createMetricsRegistry,
   handleOps,
   listen,
   sendError,
@@ -54,9 +53,9 @@ export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDep
   const ownBus = deps.bus === undefined;
   const bus = deps.bus ?? createTenantEventBus(config.redis, logger);
   const feed = createTenantFeed({ kind: 'auth-verifier', registryAddr: config.tenantFeed.registryAddr, internalToken: config.internalToken, leaseMs: config.tenantFeed.leaseMs, bus, clock, logger });
-  const registry = createMetricsRegistry('auth-verifier');
+  const metrics = createVerifierMetrics();
+  const registry = metrics.registry;
   feed.addMetrics(registry, 'relay_verifier');
-  const metrics = createVerifierMetrics(registry);
   const parts = deps.keySource ? undefined : defaultKeySource(config, feed, clock, logger, metrics.keys);
   const keySource = deps.keySource ?? parts!.source;
   const verifier = new TokenVerifier({ keySource, clock, maxLifetimeS: config.maxTokenLifetimeS, logger, observer: metrics.verification });

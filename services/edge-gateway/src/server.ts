@@ -6,7 +6,7 @@ import { Authenticator } from './auth/authenticator';
 import { VerificationCache } from './auth/verification-cache';
 import type { GatewayConfig } from './config';
 import { createApp } from './http/create-app';
-import { createGatewayMetrics } from './http/gateway-metrics';
+import { createGatewayMetrics } from './metrics';
 import { gatewayReadiness } from './http/readiness';
 import { createUpstreamAgent } from './http/upstream-agent';
 

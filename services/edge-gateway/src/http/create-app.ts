@@ -6,7 +6,7 @@ import type { Authenticator } from '../auth/authenticator';
 import type { GatewayConfig } from '../config';
 import { MAX_API_BODY_BYTES, MAX_HOST_FETCH_BODY_BYTES } from './body-limit';
 import { applyCors } from './cors';
-import type { GatewayMetrics } from './gateway-metrics';
+import type { GatewayMetrics } from '../metrics';
 import { beginRequest, contextOf } from './request-context';
 import { createUpstreamProxy, type ForwardFn } from './upstream-proxy';
 

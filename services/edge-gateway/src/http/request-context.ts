@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { redactUrl, type Logger } from '@service-relay/core';
 import { requestIdOf } from '@service-relay/edge';
-import type { GatewayMetrics, RouteLabel } from './gateway-metrics';
+import type { GatewayMetrics, RouteLabel } from '../metrics';
 
 /** Per-request facts the handlers fill in and the access log reads. */
 export interface RequestContext {

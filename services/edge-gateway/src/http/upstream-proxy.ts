@@ -1,7 +1,7 @@
 import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { sendError, type Logger } from '@service-relay/core';
 import { createProxyMiddleware } from 'http-proxy-middleware';
-import type { GatewayMetrics } from './gateway-metrics';
+import type { GatewayMetrics } from '../metrics';
 
 /** The gateway's rule: an answer to a request whose body was not read closes the connection. */
 const CLOSE_IF_UNREAD = { closeIfUnread: true } as const;

@@ -1,6 +1,6 @@
 import { createMetricsRegistry } from '@service-relay/core';
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { AuthObserver } from '../auth/authenticator';
+import type { AuthObserver } from './auth/authenticator';
 
 /** Route labels are a closed set so a client cannot grow the metric's cardinality. */
 export type RouteLabel = 'api_v1' | 'host_fetch' | 'ops' | 'preflight' | 'not_found';
