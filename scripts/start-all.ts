@@ -27,6 +27,19 @@ async function main(): Promise<Running> {
     secretsNote = `${secrets.created ? 'generated into' : 'read from'} ${secrets.file}`;
   }
 
+  // In one process the peers are this process: a port moved by its variable
+  // moves the address its callers use, unless that is set explicitly.
+  const peers: Array<[peer: string, port: string, url: (port: string) => string]> = [
+    ['REGISTRY_GRPC_ADDR', 'REGISTRY_GRPC_PORT', (p) => `127.0.0.1:${p}`],
+    ['VERIFIER_ADDR', 'VERIFIER_GRPC_PORT', (p) => `127.0.0.1:${p}`],
+    ['REGISTRY_URL', 'REGISTRY_HTTP_PORT', (p) => `http://127.0.0.1:${p}`],
+    ['REALTIME_URL', 'REALTIME_PORT', (p) => `http://127.0.0.1:${p}`],
+  ];
+  for (const [peer, port, url] of peers) {
+    const value = env[port];
+    if (!env[peer] && value && value !== '0') env[peer] = url(value);
+  }
+
   const frozen: Env = Object.freeze({ ...env });
   const reader = new EnvReader(frozen);
   const logger = createLogger({ service: 'launcher', level: reader.logLevel() });
