@@ -1,0 +1,31 @@
+import { SignJWT } from 'jose';
+import { RELAY_ISSUER } from './secret-fetch';
+
+/** Any JSON value. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+export interface UserTokenOptions {
+  /** Seconds until `exp`; a positive integer, at most the relay's MAX_TOKEN_LIFETIME_S (default 86400). */
+  ttlSeconds: number;
+  /** The `cap` claim, passed through unchanged when given (the verifier decides what it allows). */
+  cap?: JsonValue;
+}
+
+const USER_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A token of the contract's exact shape: header {alg: HS256, typ: JWT, kid: tenant},
+ * claims iss, aud, exp, tenant_id, user_id (and cap when given). Misuse throws a TypeError.
+ */
+export function signToken(key: Uint8Array, tenantId: string, userId: string, opts: UserTokenOptions, nowMs: number): Promise<string> {
+  if (typeof userId !== 'string' || !USER_ID.test(userId)) throw new TypeError('userId must be a UUID (8-4-4-4-12 hex)');
+  if (!Number.isSafeInteger(opts.ttlSeconds) || opts.ttlSeconds < 1) throw new TypeError('ttlSeconds must be a positive integer');
+  const claims: Record<string, JsonValue> = { tenant_id: tenantId, user_id: userId };
+  if (opts.cap !== undefined) claims.cap = opts.cap;
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: tenantId })
+    .setIssuer(RELAY_ISSUER)
+    .setAudience(RELAY_ISSUER)
+    .setExpirationTime(Math.floor(nowMs / 1000) + opts.ttlSeconds)
+    .sign(key);
+}
