@@ -79,7 +79,8 @@ describe('host servers against the whole stack', () => {
     const stale = await client.signUserToken(userId, { ttlSeconds: 600 });
     expect((await me(stack.gatewayUrl, stale)).status).toBe(200);
 
-    expect((await client.refresh()).changed).toBe(true);
+    // The gateway passes the registry's ETag (the primary key version) through.
+    expect(await client.refresh()).toEqual({ changed: true, etag: '"k2"' });
     const after = await client.signUserToken(userId, { ttlSeconds: 600 });
     const fromPython = await pythonHost(hostEnv(), userId);
     for (const token of [before, after, fromPython.stdout]) expect((await me(stack.gatewayUrl, token)).status).toBe(200);

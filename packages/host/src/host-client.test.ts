@@ -109,7 +109,7 @@ describe('host client against a real registry', () => {
     const oldSecret = await rawSecret(reg, t);
     const userId = randomUUID();
     const before = await c.signUserToken(userId, { ttlSeconds: 600 });
-    expect((await c.refresh()).changed).toBe(false);
+    expect(await c.refresh()).toEqual({ changed: false, etag: '"k1"' });
 
     const rotated = await reg.admin('POST', `/admin/tenants/${t.tenant_id}/jwt_secret/rotate`);
     expect(rotated.status).toBe(200);
@@ -118,7 +118,7 @@ describe('host client against a real registry', () => {
     const stale = await c.signUserToken(userId, { ttlSeconds: 600 });
     await expect(jwtVerify(stale, key(oldSecret))).resolves.toBeTruthy();
 
-    expect((await c.refresh()).changed).toBe(true);
+    expect(await c.refresh()).toEqual({ changed: true, etag: '"k2"' });
     const newSecret = await rawSecret(reg, t);
     expect(newSecret).not.toBe(oldSecret);
     const after = await c.signUserToken(userId, { ttlSeconds: 600 });

@@ -74,6 +74,25 @@ describe('host-sync fetch', () => {
     expect(after).not.toBe(before);
   });
 
+  it('names the primary key version in an ETag, never the secret: it changes with rotate and revoke_all only', async () => {
+    const t = await create();
+    let auth = basic(t.host_sync_client_id, t.host_sync_client_secret);
+    const etag = async () => {
+      const res = await fetchSecret(t.tenant_id, auth);
+      const { jwt_secret_primary } = (await res.json()) as { jwt_secret_primary: string };
+      const tag = res.headers.get('etag');
+      expect(tag).not.toContain(jwt_secret_primary);
+      return tag;
+    };
+    expect(await etag()).toBe('"k1"');
+    await reg.admin('POST', `/admin/tenants/${t.tenant_id}/jwt_secret/rotate`);
+    expect(await etag()).toBe('"k2"');
+    await reg.admin('POST', `/admin/tenants/${t.tenant_id}/jwt_secret/expire_previous`);
+    expect(await etag()).toBe('"k2"');
+    auth = basic(t.host_sync_client_id, ((await (await reg.admin('POST', `/admin/tenants/${t.tenant_id}/jwt_secret/revoke_all`)).json()) as Created).host_sync_client_secret);
+    expect(await etag()).toBe('"k3"');
+  });
+
   it('gives every failure kind the byte-identical 401', async () => {
     const good = basic(tenant.host_sync_client_id, tenant.host_sync_client_secret);
     const long = 'x'.repeat(4000);

@@ -44,15 +44,15 @@ export function hostSyncFetch(check: HostSyncCheck, metrics: RegistryMetrics, lo
     if (!m) return next();
     if (req.method !== 'POST') return sendError(res, 'method_not_allowed', { ...NO_STORE, allow: 'POST' });
     const tenantId = m[1]!;
-    let secret: string | undefined;
+    let primary: { secret: string; keyVersion: number } | undefined;
     try {
-      secret = await check.fetchPrimary(tenantId, parseBasicAuthorization(authorizationOf(req)));
+      primary = await check.fetchPrimaryKey(tenantId, parseBasicAuthorization(authorizationOf(req)));
     } catch (err) {
       metrics.fetch('error');
       logger.error({ err }, 'host-sync fetch failed');
       return sendError(res, 'unavailable', NO_STORE);
     }
-    if (secret === undefined) {
+    if (primary === undefined) {
       if (limit) {
         const decision = await limit.limiter.hit(limitKey(clientAddress(req, limit.internalToken), tenantId));
         if (!decision.allowed) {
@@ -66,8 +66,10 @@ export function hostSyncFetch(check: HostSyncCheck, metrics: RegistryMetrics, lo
       return;
     }
     metrics.fetch('ok');
-    const body = JSON.stringify({ kid: tenantId, algorithm: 'HS256', issuer: 'service-relay', audience: 'service-relay', jwt_secret_primary: secret });
-    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), ...NO_CACHE });
+    const body = JSON.stringify({ kid: tenantId, algorithm: 'HS256', issuer: 'service-relay', audience: 'service-relay', jwt_secret_primary: primary.secret });
+    // The ETag names the primary's key version (a per-tenant counter), not the secret: a host
+    // sees a rotation without comparing secrets, and nothing about the secret leaks.
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), etag: `"k${primary.keyVersion}"`, ...NO_CACHE });
     res.end(body);
   };
 }

@@ -120,6 +120,7 @@ export class TenantStore {
       hostSyncClientId: row.host_sync_client_id,
       secretHash: row.host_sync_secret_hash,
       disabled: row.disabled,
+      primaryKeyVersion: row.primary_key_version,
       openPrimarySecret: () => this.crypto.openJwtSecret(row.tenant_id, row.primary_key_version, row.primary_secret),
     };
   }

@@ -26,6 +26,11 @@ export class HostSyncCheck {
   ) {}
 
   async fetchPrimary(rawTenantId: string, credentials: BasicCredentials | undefined): Promise<string | undefined> {
+    return (await this.fetchPrimaryKey(rawTenantId, credentials))?.secret;
+  }
+
+  /** As fetchPrimary, with the primary's key version (for the answer's ETag; never derived from the secret). */
+  async fetchPrimaryKey(rawTenantId: string, credentials: BasicCredentials | undefined): Promise<{ secret: string; keyVersion: number } | undefined> {
     const wellFormed = isCanonicalUuid(rawTenantId) && credentials !== undefined;
     const row = await this.store.findHostSyncCredential(wellFormed ? rawTenantId : DUMMY_TENANT_ID);
     const secretOk = this.hasher.matches(credentials?.secret ?? '', row?.secretHash ?? this.hasher.dummyHash);
@@ -33,6 +38,6 @@ export class HostSyncCheck {
     const enabled = row !== undefined && !row.disabled;
     // Every comparison above has run whatever the case; only now is the outcome decided.
     if (!wellFormed || !row || !secretOk || !clientOk || !enabled) return undefined;
-    return row.openPrimarySecret();
+    return { secret: row.openPrimarySecret(), keyVersion: row.primaryKeyVersion };
   }
 }

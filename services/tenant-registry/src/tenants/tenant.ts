@@ -77,6 +77,8 @@ export interface HostSyncCredential {
   secretHash: string;
   disabled: boolean;
   tenantId: string;
+  /** The primary secret's key version: it changes exactly when the primary does. */
+  primaryKeyVersion: number;
   openPrimarySecret(): string;
 }
 
