@@ -14,3 +14,4 @@ export * from './rate-limit/index';
 export * from './lru';
 export * from './limits';
 export * from './tracing';
+export * from './channel-capability';

@@ -11,6 +11,8 @@ export interface VerifyResponseWire {
   key_slot: 'KEY_SLOT_UNSPECIFIED' | 'KEY_SLOT_PRIMARY' | 'KEY_SLOT_PREVIOUS';
   key_version: number;
   reason: string;
+  /** The `cap` claim, compact canonical JSON; '' (or absent from older peers) when the token has none. */
+  cap_json?: string;
 }
 
 export interface VerifyStreamRequest {

@@ -1,3 +1,4 @@
+import { capabilityFromJson, capabilityJson, type ChannelCapability } from '@service-relay/core';
 import type { VerifyResponseWire } from '@service-relay/grpc';
 
 export type KeySlot = 'primary' | 'previous';
@@ -10,6 +11,8 @@ export interface VerifiedIdentity {
   keySlot: KeySlot;
   /** The exact secret that matched; expire_previous revokes by it. */
   keyVersion: number;
+  /** The token's `cap` claim, validated; undefined when the token has none (no channel restriction). */
+  cap?: ChannelCapability | undefined;
 }
 
 export type VerifyResult = { valid: true; identity: VerifiedIdentity } | { valid: false; reason: string };
@@ -17,6 +20,12 @@ export type VerifyResult = { valid: true; identity: VerifiedIdentity } | { valid
 
 export function fromWire(r: VerifyResponseWire): VerifyResult {
   if (!r.valid) return { valid: false, reason: r.reason || 'invalid' };
+  let cap: ChannelCapability | undefined;
+  if (r.cap_json) {
+    cap = capabilityFromJson(r.cap_json);
+    // The verifier only sends what it validated; anything else fails closed.
+    if (cap === undefined) return { valid: false, reason: 'bad_cap' };
+  }
   return {
     valid: true,
     identity: {
@@ -25,13 +34,14 @@ export function fromWire(r: VerifyResponseWire): VerifyResult {
       expiresAt: r.expires_at,
       keySlot: r.key_slot === 'KEY_SLOT_PREVIOUS' ? 'previous' : 'primary',
       keyVersion: r.key_version,
+      ...(cap !== undefined && { cap }),
     },
   };
 }
 
 export function toWire(result: VerifyResult): VerifyResponseWire {
   if (!result.valid) {
-    return { valid: false, tenant_id: '', user_id: '', expires_at: 0, key_slot: 'KEY_SLOT_UNSPECIFIED', key_version: 0, reason: result.reason };
+    return { valid: false, tenant_id: '', user_id: '', expires_at: 0, key_slot: 'KEY_SLOT_UNSPECIFIED', key_version: 0, reason: result.reason, cap_json: '' };
   }
   const i = result.identity;
   return {
@@ -42,5 +52,6 @@ export function toWire(result: VerifyResult): VerifyResponseWire {
     key_slot: i.keySlot === 'previous' ? 'KEY_SLOT_PREVIOUS' : 'KEY_SLOT_PRIMARY',
     key_version: i.keyVersion,
     reason: '',
+    cap_json: i.cap === undefined ? '' : capabilityJson(i.cap),
   };
 }

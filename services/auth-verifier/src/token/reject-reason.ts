@@ -15,6 +15,7 @@ export const REJECT_REASONS = [
   'lifetime_too_long',
   'bad_tenant_id',
   'bad_user_id',
+  'bad_cap',
   'kid_mismatch',
   'unknown_tenant',
   'tenant_disabled',

@@ -148,6 +148,23 @@ const cases: [string, () => string, Expect][] = [
   ['user_id not a UUID', () => forge({ payload: claims({ user_id: 'alice' }) }), 'bad_user_id'],
   ['user_id a number', () => forge({ payload: claims({ user_id: 42 }) }), 'bad_user_id'],
   ['user_id with a trailing newline', () => forge({ payload: claims({ user_id: USER + '\n' }) }), 'bad_user_id'],
+  // --- cap (optional, issue #13) ---
+  ['cap with prefix and exact patterns', () => forge({ payload: claims({ cap: { 'orders.*': ['subscribe', 'history'], 'chat:lobby': ['publish'] } }) }), 'primary'],
+  ['cap empty object (no channel at all)', () => forge({ payload: claims({ cap: {} }) }), 'primary'],
+  ['cap of exactly 64 patterns', () => forge({ payload: claims({ cap: Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`c${i}`, ['subscribe']])) }) }), 'primary'],
+  ['cap null', () => forge({ payload: claims({ cap: null }) }), 'bad_cap'],
+  ['cap an array', () => forge({ payload: claims({ cap: [['orders', ['subscribe']]] }) }), 'bad_cap'],
+  ['cap a string', () => forge({ payload: claims({ cap: '{"orders":["subscribe"]}' }) }), 'bad_cap'],
+  ['cap of 65 patterns', () => forge({ payload: claims({ cap: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`c${i}`, ['subscribe']])) }) }), 'bad_cap'],
+  ['cap pattern outside the channel grammar', () => forge({ payload: claims({ cap: { 'orders/x': ['subscribe'] } }) }), 'bad_cap'],
+  ['cap pattern a bare *', () => forge({ payload: claims({ cap: { '*': ['subscribe'] } }) }), 'bad_cap'],
+  ['cap pattern with * inside', () => forge({ payload: claims({ cap: { 'a*b': ['subscribe'] } }) }), 'bad_cap'],
+  ['cap pattern of 129 characters', () => forge({ payload: claims({ cap: { ['a'.repeat(129)]: ['subscribe'] } }) }), 'bad_cap'],
+  ['cap pattern empty', () => forge({ payload: claims({ cap: { '': ['subscribe'] } }) }), 'bad_cap'],
+  ['cap actions empty', () => forge({ payload: claims({ cap: { orders: [] } }) }), 'bad_cap'],
+  ['cap unknown action', () => forge({ payload: claims({ cap: { orders: ['subscribe', 'admin'] } }) }), 'bad_cap'],
+  ['cap action in upper case', () => forge({ payload: claims({ cap: { orders: ['SUBSCRIBE'] } }) }), 'bad_cap'],
+  ['cap actions a string', () => forge({ payload: claims({ cap: { orders: 'subscribe' } }) }), 'bad_cap'],
   ['kid names another tenant', () => forge({ header: header({ kid: D }) }), 'kid_mismatch'],
   ['kid is the tenant id in upper case', () => forge({ header: header({ kid: T.toUpperCase() }) }), 'kid_mismatch'],
 
@@ -193,6 +210,15 @@ describe('TokenChecker: every rule of CONTRACT.md "Tokens"', () => {
       valid: true,
       identity: { tenantId: T, userId: USER.toUpperCase(), expiresAt: NOW_S + 30, keySlot: 'primary', keyVersion: 2 },
     });
+  });
+
+  it('hands the cap claim back in canonical form (patterns sorted, each action once, in a fixed order)', () => {
+    const token = signToken({ secret: PRIMARY, tenantId: T, userId: USER, exp: NOW_S + 30, claims: { cap: { 'z.*': ['history', 'subscribe', 'history'], a: ['presence'] } } });
+    const result = checker.check(token, lookup);
+    expect(result.valid && result.identity.cap).toEqual([
+      { pattern: 'a', actions: ['presence'] },
+      { pattern: 'z.*', actions: ['subscribe', 'history'] },
+    ]);
   });
 
   it('applies the time rules and the HMAC again to a token it has seen', () => {

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { Clock } from '@service-relay/core';
-import { isCanonicalUuid, isUuid, MAX_TOKEN_BYTES } from '@service-relay/core';
+import { isCanonicalUuid, isUuid, MAX_TOKEN_BYTES, parseCapability, type ChannelCapability } from '@service-relay/core';
 import { LRUCache } from 'lru-cache';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { canonicalTail, isCanonicalBase64url } from './base64url';
@@ -20,6 +20,8 @@ export interface ParsedToken {
   tenantId: string;
   userId: string;
   exp: number;
+  /** The validated `cap` claim; undefined when the token has none. */
+  cap: ChannelCapability | undefined;
   signingInput: string;
   signature: Buffer;
 }
@@ -79,7 +81,7 @@ export class TokenChecker {
     const now = this.clock.now();
     if (now >= expMs) return reject('expired');
     if (expMs - now > this.maxLifetimeMs) return reject('lifetime_too_long');
-    return { ok: true, tenantId: claims.tenantId, userId: claims.userId, exp: claims.exp, signingInput, signature: Buffer.from(token.slice(d2 + 1), 'base64url') };
+    return { ok: true, tenantId: claims.tenantId, userId: claims.userId, exp: claims.exp, cap: claims.cap, signingInput, signature: Buffer.from(token.slice(d2 + 1), 'base64url') };
   }
 
   /** Every rule that depends on the header and payload bytes alone. */
@@ -112,7 +114,13 @@ export class TokenChecker {
     const userId = payload.user_id;
     if (!isUuid(userId)) return reject('bad_user_id');
     if (kid !== tenantId) return reject('kid_mismatch');
-    return { tenantId, userId, exp };
+    // Optional (issue #13); when present it must be well-formed, or the token is refused like any other bad claim.
+    let cap: ChannelCapability | undefined;
+    if (Object.hasOwn(payload, 'cap')) {
+      cap = parseCapability(payload.cap);
+      if (cap === undefined) return reject('bad_cap');
+    }
+    return { tenantId, userId, exp, cap };
   }
 
   /** The rules that need the tenant: state, then primary, then previous. */
@@ -123,7 +131,14 @@ export class TokenChecker {
       if (hs256Matches(parsed.signingInput, parsed.signature, k.key)) {
         return {
           valid: true,
-          identity: { tenantId: parsed.tenantId, userId: parsed.userId, expiresAt: parsed.exp, keySlot: k.slot, keyVersion: k.keyVersion },
+          identity: {
+            tenantId: parsed.tenantId,
+            userId: parsed.userId,
+            expiresAt: parsed.exp,
+            keySlot: k.slot,
+            keyVersion: k.keyVersion,
+            ...(parsed.cap !== undefined && { cap: parsed.cap }),
+          },
         };
       }
     }
@@ -144,6 +159,7 @@ interface Claims {
   tenantId: string;
   userId: string;
   exp: number;
+  cap: ChannelCapability | undefined;
 }
 
 function isClaims(v: Claims | { ok: false }): v is Claims {

@@ -1,5 +1,5 @@
 import type { Agent, IncomingMessage, ServerResponse } from 'node:http';
-import { handleOps, sendError, type ErrorCode, type Logger, type ReadinessCheck } from '@service-relay/core';
+import { capabilityJson, handleOps, sendError, type ErrorCode, type Logger, type ReadinessCheck } from '@service-relay/core';
 import { authorizationOf, bearerToken, declaredTooLarge, INVALID_TOKEN_HEADERS, readBodyOrRefuse } from '@service-relay/edge';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Authenticator } from '../auth/authenticator';
@@ -118,6 +118,8 @@ export function createApp(opts: AppOptions): Express {
       headers['x-relay-tenant-id'] = id.tenantId;
       headers['x-relay-user-id'] = id.userId;
       headers['x-relay-expires-at'] = String(id.expiresAt);
+      // The token's channel capability (issue #13); realtime decides with it. Absent: no claim.
+      if (id.cap !== undefined) headers['x-relay-cap'] = capabilityJson(id.cap);
     }
     await forwardWithBody(req, res, MAX_API_BODY_BYTES, toRealtime, headers);
   });

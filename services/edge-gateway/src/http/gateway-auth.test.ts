@@ -1,3 +1,4 @@
+import { parseCapability } from '@service-relay/core';
 import { ManualTenantFeed } from '@service-relay/tenant-events';
 import { fakeIdentity } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,6 +39,7 @@ describe('edge-gateway: bearer auth on /api/v1', () => {
       'x-relay-tenant-id': 'forged-tenant',
       'x-relay-user-id': 'forged-user',
       'x-relay-admin': 'yes',
+      'x-relay-cap': '{"user:*":["subscribe","publish","history","presence"]}',
       'x-internal-token': 'forged-internal',
       'x-request-id': 'req-123',
     });
@@ -49,9 +51,22 @@ describe('edge-gateway: bearer auth on /api/v1', () => {
     expect(seen.headers['x-relay-user-id']).toBe(id.userId);
     expect(seen.headers['x-relay-expires-at']).toBe(String(id.expiresAt));
     expect(seen.headers['x-relay-admin']).toBeUndefined();
+    // The token has no cap claim, so the client's is dropped and none is added.
+    expect(seen.headers['x-relay-cap']).toBeUndefined();
     expect(seen.headers['x-internal-token']).toBe(TEST_INTERNAL_TOKEN);
     expect(seen.headers['x-request-id']).toBe('req-123');
     expect(seen.headers.authorization).toBeUndefined();
+  });
+
+  it('forwards the token\'s cap claim as x-relay-cap (compact canonical JSON), replacing any client-sent one', async () => {
+    const cap = parseCapability({ 'orders.*': ['history', 'subscribe'], 'chat:*': ['publish'] })!;
+    h.verifier.allow('tok-cap', fakeIdentity({ cap }));
+    for (let i = 0; i < 2; i++) {
+      // The second request is answered from the verification cache: the claim survives it.
+      const res = await get('Bearer tok-cap', { 'x-relay-cap': '{"*x":["publish"]}' });
+      expect(res.status).toBe(200);
+      expect(h.realtime.requests.at(-1)!.headers['x-relay-cap']).toBe('{"chat:*":["publish"],"orders.*":["subscribe","history"]}');
+    }
   });
 
   it('serves repeat tokens from the cache and refuses a revoked one once the event publish returns', async () => {

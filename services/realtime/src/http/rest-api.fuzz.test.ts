@@ -9,6 +9,7 @@ import { gatewayHeaders, issueToken, startRealtime, type RealtimeInstance } from
 const config = { seed: 0x6a7e_0005, numRuns: 300 };
 const ALLOWED: AllowedErrors = {
   400: ['invalid_body', 'invalid_channel', 'invalid_query'],
+  403: ['forbidden_channel'],
   404: ['not_found'],
   405: ['method_not_allowed'],
   413: ['payload_too_large'],

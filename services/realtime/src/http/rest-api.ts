@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CHANNEL_NAME, codeOf, isCanonicalUuid, isUuid, MAX_DATA_BYTES, safeEqual, sendError, sendJson, type ErrorCode, type Logger } from '@service-relay/core';
+import { CHANNEL_NAME, capabilityFromJson, codeOf, isCanonicalUuid, isUuid, MAX_DATA_BYTES, safeEqual, sendError, sendJson, type ChannelCapability, type ErrorCode, type Logger } from '@service-relay/core';
 import { INVALID_TOKEN_HEADERS, readBodyOrRefuse } from '@service-relay/edge';
+import { channelAccess } from '../authz/channel-access';
 import { isMessageId } from '../messaging/message-id';
 import { messageJson, type ChannelRef } from '../messaging/message';
 import type { HistoryPage, MessageBus } from '../messaging/message-bus';
@@ -27,6 +28,8 @@ interface Caller {
   tenantId: string;
   userId: string;
   expiresAt: number;
+  /** The token's `cap` claim (x-relay-cap); undefined when the token has none. */
+  cap: ChannelCapability | undefined;
 }
 
 /**
@@ -62,6 +65,9 @@ async function handle(opts: RestOptions, req: IncomingMessage, res: ServerRespon
   const channel = decodeChannel(m[1]!);
   if (channel === undefined) return fail(res, 'invalid_channel');
   const ref: ChannelRef = { tenantId: caller.tenantId, channel };
+  const action = req.method === 'POST' ? 'publish' : req.method === 'GET' || req.method === 'HEAD' ? 'history' : undefined;
+  // Before the body is read: a forbidden channel learns nothing about its body or history.
+  if (action !== undefined && channelAccess(caller.cap, caller.userId, channel, action) === 'deny') return fail(res, 'forbidden_channel');
   if (req.method === 'POST') return publish(opts, req, res, ref, caller);
   if (req.method === 'GET' || req.method === 'HEAD') return history(opts, res, ref, new URLSearchParams(q < 0 ? '' : url.slice(q + 1)));
   return fail(res, 'method_not_allowed');
@@ -75,7 +81,14 @@ function callerOf(req: IncomingMessage, internalToken: string): Caller | undefin
   const userId = h['x-relay-user-id'];
   const expiresAt = h['x-relay-expires-at'];
   if (!isCanonicalUuid(tenantId) || !isUuid(userId) || typeof expiresAt !== 'string' || !/^\d{1,12}$/.test(expiresAt)) return undefined;
-  return { tenantId, userId, expiresAt: Number(expiresAt) };
+  // Absent: no claim. Present but unreadable is a gateway fault: fail closed.
+  const capHeader = h['x-relay-cap'];
+  let cap: ChannelCapability | undefined;
+  if (capHeader !== undefined) {
+    cap = typeof capHeader === 'string' ? capabilityFromJson(capHeader) : undefined;
+    if (cap === undefined) return undefined;
+  }
+  return { tenantId, userId, expiresAt: Number(expiresAt), cap };
 }
 
 async function publish(opts: RestOptions, req: IncomingMessage, res: ServerResponse, ref: ChannelRef, caller: Caller): Promise<void> {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, type Clock, type Env } from '@service-relay/core';
+import { capabilityJson, createLogger, type Clock, type Env } from '@service-relay/core';
 import { ManualTenantFeed, MemoryTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
 import { FakeVerifier } from '@service-relay/testkit';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
@@ -95,5 +95,6 @@ export function gatewayHeaders(identity: VerifiedIdentity, token = TEST_INTERNAL
     'x-relay-tenant-id': identity.tenantId,
     'x-relay-user-id': identity.userId,
     'x-relay-expires-at': String(identity.expiresAt),
+    ...(identity.cap !== undefined && { 'x-relay-cap': capabilityJson(identity.cap) }),
   };
 }

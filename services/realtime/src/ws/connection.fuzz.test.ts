@@ -10,7 +10,7 @@ import { issueToken, startRealtime, topicFor, type RealtimeInstance } from '../t
 // never `internal`, and the connection stays open. Seeded; fast-check prints
 // the seed and the shrunk frame on failure.
 const config = { seed: 0x6a7e_0004, numRuns: 300 };
-const CLIENT_CODES = ['invalid_frame', 'invalid_topic', 'forbidden_topic', 'payload_too_large', 'invalid_or_missing_token', 'identity_mismatch', 'too_many_subscriptions'];
+const CLIENT_CODES = ['invalid_frame', 'invalid_topic', 'forbidden_topic', 'forbidden_channel', 'payload_too_large', 'invalid_or_missing_token', 'identity_mismatch', 'too_many_subscriptions'];
 const REPLIES = ['subscribed', 'unsubscribed', 'published', 'authenticated', 'error'];
 
 type Frame = Record<string, unknown> & { type: string };

@@ -1,7 +1,8 @@
-import { RelayError, codeOf, type ErrorCode, type Logger } from '@service-relay/core';
+import { RelayError, codeOf, type ChannelAction, type ErrorCode, type Logger } from '@service-relay/core';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
+import { channelAccess } from '../authz/channel-access';
 import type { MessageBus } from '../messaging/message-bus';
 import { applyPublishRule } from '../messaging/publish-rule';
 import type { RealtimeMetrics } from '../metrics';
@@ -193,6 +194,7 @@ export class Connection implements TrackedConnection {
     const topic = checkTopic(frame.topic, this.identity.tenantId);
     if (!topic.ok) return this.error(topic.code, frame.ref);
     const name = frame.topic as string;
+    if (frame.type !== 'unsubscribe' && !this.may(topic.ref.channel, frame.type)) return this.error('forbidden_channel', frame.ref);
     if (frame.type === 'subscribe') return this.subscribe(name, topic.ref, frame.after, frame.epoch, frame.ref);
     if (frame.type === 'unsubscribe') {
       const sub = this.subscriptions?.get(name);
@@ -204,6 +206,15 @@ export class Connection implements TrackedConnection {
     if (!verdict.ok) return this.error(verdict.refusal === 'malformed' ? 'invalid_frame' : verdict.refusal, frame.ref);
     this.ctx.metrics.messagesIn.inc({ source: 'ws' });
     this.send(replyFrame({ type: 'published', topic: name, id: verdict.message.id }, frame.ref));
+  }
+
+  /**
+   * Decided with the current token's cap: a refresh with a narrower cap
+   * applies to requests after it; subscriptions already live stay (not
+   * re-checked retroactively). Unsubscribe is always allowed.
+   */
+  private may(channel: string, action: ChannelAction): boolean {
+    return channelAccess(this.identity.cap, this.identity.userId, channel, action) === 'allow';
   }
 
   /**
