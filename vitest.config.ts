@@ -23,7 +23,7 @@ export default defineConfig({
         test: {
           ...common,
           name: 'unit',
-          include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts', 'scripts/**/*.test.ts', 'bench/src/**/*.test.ts'],
+          include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts', 'scripts/**/*.test.ts', 'bench/src/**/*.test.ts', 'tests/deploy/**/*.test.ts'],
           exclude: ['**/*.int.test.ts', '**/node_modules/**'],
         },
       },
@@ -40,7 +40,7 @@ export default defineConfig({
           ...common,
           name: 'e2e',
           include: ['tests/**/*.test.ts'],
-          exclude: ['tests/faults/**', 'tests/attack/**', '**/node_modules/**'],
+          exclude: ['tests/faults/**', 'tests/attack/**', 'tests/deploy/**', '**/node_modules/**'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
           fileParallelism: false,
