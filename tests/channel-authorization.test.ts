@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import { signToken } from '@service-relay/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fetchSecret, type CreatedTenant } from './support/host';
+import { startStack, type Stack } from './support/stack';
+import { TestSocket } from './support/ws-client';
+
+// Channel authorization (#13) across the whole stack: a token signed with a
+// `cap` claim goes through the real verifier, gateway and realtime processes.
+describe('channel authorization across the whole stack', () => {
+  let stack: Stack;
+  let tenant: CreatedTenant;
+  let secret: string;
+  const sockets: TestSocket[] = [];
+
+  beforeAll(async () => {
+    stack = await startStack();
+    const r = await stack.admin('create-tenant');
+    expect(r.code, r.stderr).toBe(0);
+    tenant = JSON.parse(r.stdout) as CreatedTenant;
+    const res = await fetchSecret(stack.gatewayUrl, tenant.tenant_id, tenant.host_sync_client_id, tenant.host_sync_client_secret);
+    secret = ((await res.json()) as { jwt_secret_primary: string }).jwt_secret_primary;
+  });
+  afterAll(async () => {
+    for (const s of sockets) s.close();
+    await stack?.stop();
+  });
+
+  const sign = (userId: string, cap?: unknown) => signToken({ secret, tenantId: tenant.tenant_id, userId, ...(cap !== undefined && { claims: { cap } }) });
+  const api = (token: string, channel: string, method: 'GET' | 'POST') =>
+    fetch(`${stack.gatewayUrl}/api/v1/channels/${channel}/messages`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      ...(method === 'POST' && { body: JSON.stringify({ data: 'x' }) }),
+    });
+
+  it('REST through the gateway: a cap allows what it lists and answers 403 forbidden_channel otherwise', async () => {
+    const reader = sign(randomUUID(), { 'orders.*': ['subscribe', 'history'] });
+    expect((await api(reader, 'orders.eu', 'GET')).status).toBe(200);
+    const refused = await api(reader, 'orders.eu', 'POST');
+    expect(refused.status).toBe(403);
+    expect(await refused.text()).toBe('{"errors":["forbidden_channel"]}');
+    expect((await api(reader, 'billing', 'GET')).status).toBe(403);
+    // Someone else's user channel, even without a cap.
+    expect((await api(sign(randomUUID()), `user:${randomUUID()}`, 'GET')).status).toBe(403);
+  });
+
+  it('a malformed cap makes the token invalid, like any other bad claim', async () => {
+    const res = await api(sign(randomUUID(), { 'orders.*': ['admin'] }), 'orders.eu', 'GET');
+    expect(res.status).toBe(401);
+    expect(await res.text()).toBe('{"errors":["invalid_or_missing_token"]}');
+  });
+
+  it('WebSocket: a forbidden subscribe is an error frame and the connection stays', async () => {
+    const user = randomUUID();
+    const s = await TestSocket.open(stack.realtimeWs[1]!, sign(user, { 'chat:*': ['subscribe'], [`user:${user}`]: ['subscribe'] }));
+    sockets.push(s);
+    const topic = (c: string) => `tenants/${tenant.tenant_id}/channels/${c}`;
+    s.send({ type: 'subscribe', topic: topic('orders.eu'), ref: 'no' });
+    expect(await s.next((f) => f.ref === 'no')).toEqual({ type: 'error', code: 'forbidden_channel', ref: 'no' });
+    s.send({ type: 'subscribe', topic: topic(`user:${randomUUID()}`), ref: 'other' });
+    expect(await s.next((f) => f.ref === 'other')).toMatchObject({ type: 'error', code: 'forbidden_channel' });
+    s.send({ type: 'subscribe', topic: topic(`user:${user}`), ref: 'mine' });
+    expect(await s.next((f) => f.ref === 'mine')).toMatchObject({ type: 'subscribed' });
+    s.send({ type: 'subscribe', topic: topic('chat:lobby'), ref: 'yes' });
+    expect(await s.next((f) => f.ref === 'yes')).toMatchObject({ type: 'subscribed' });
+  });
+});
