@@ -45,6 +45,15 @@ describe('channel authorization across the whole stack', () => {
     expect((await api(sign(randomUUID()), `user:${randomUUID()}`, 'GET')).status).toBe(403);
   });
 
+  it('a cap as large as the 8 KiB token allows passes the verifier, the gateway header and realtime', async () => {
+    const cap = Object.fromEntries(Array.from({ length: 36 }, (_, i) => [`${String(i).padStart(2, '0')}${'p'.repeat(110)}*`, ['history']]));
+    const token = sign(randomUUID(), cap);
+    expect(token.length).toBeGreaterThan(6000);
+    expect(token.length).toBeLessThanOrEqual(8192);
+    expect((await api(token, `35${'p'.repeat(110)}.x`, 'GET')).status).toBe(200);
+    expect((await api(token, 'other', 'GET')).status).toBe(403);
+  });
+
   it('a malformed cap makes the token invalid, like any other bad claim', async () => {
     const res = await api(sign(randomUUID(), { 'orders.*': ['admin'] }), 'orders.eu', 'GET');
     expect(res.status).toBe(401);

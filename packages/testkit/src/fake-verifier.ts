@@ -53,7 +53,7 @@ export class FakeVerifier {
     });
   }
 
-  /** Makes `token` verify as `identity` (replacing any earlier verdict). */
+  /** Makes `token` verify as `identity` (replacing any earlier verdict); its `cap`, if any, goes over the wire as cap_json. */
   allow(token: string, identity: VerifiedIdentity): this {
     this.identities.set(token, identity);
     return this;
