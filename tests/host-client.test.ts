@@ -92,6 +92,16 @@ describe('host servers against the whole stack', () => {
     expect((await me(stack.gatewayUrl, fromPython.stdout)).status).toBe(200);
   });
 
+  it('a cap passed to signUserToken is enforced by the stack: history allowed, publish forbidden_channel', async () => {
+    const c = createHostClient({ baseUrl: stack.gatewayUrl, tenantId: tenant.tenant_id, clientId: tenant.host_sync_client_id, clientSecret: tenant.host_sync_client_secret, refreshIntervalMs: 0 });
+    const token = await c.signUserToken(randomUUID(), { ttlSeconds: 300, cap: { lobby: ['history'] } });
+    const auth = { authorization: `Bearer ${token}` };
+    expect((await fetch(`${stack.gatewayUrl}/api/v1/channels/lobby/messages?limit=1`, { headers: auth })).status).toBe(200);
+    const publish = await fetch(`${stack.gatewayUrl}/api/v1/channels/lobby/messages`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"data":1}' });
+    expect(publish.status).toBe(403);
+    expect(await publish.json()).toEqual({ errors: ['forbidden_channel'] });
+  });
+
   it('through the gateway a wrong host-sync secret is invalid_credentials', async () => {
     const c = createHostClient({ baseUrl: stack.gatewayUrl, tenantId: tenant.tenant_id, clientId: tenant.host_sync_client_id, clientSecret: 'nope', refreshIntervalMs: 0 });
     await expect(c.refresh()).rejects.toMatchObject({ name: 'HostClientError', code: 'invalid_credentials', status: 401 });

@@ -90,7 +90,7 @@ describe('host client against a real registry', () => {
   });
 
   it('passes cap through unchanged when given', async () => {
-    const cap = { channels: ['general', 'rooms:*'], publish: false };
+    const cap = { 'rooms:*': ['subscribe', 'publish'], lobby: ['history'] } as const;
     const token = await client().signUserToken(randomUUID(), { ttlSeconds: 60, cap });
     const { payload } = await jwtVerify(token, key(await rawSecret(reg, tenant)));
     expect(payload.cap).toEqual(cap);

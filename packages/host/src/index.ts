@@ -1,4 +1,4 @@
 export { createHostClient, DEFAULT_REFRESH_INTERVAL_MS, type HostClient, type HostClientOptions, type RefreshResult } from './host-client';
 export { HOST_CLIENT_ERROR_CODES, HostClientError, isHostClientError, type HostClientErrorCode } from './host-client-error';
 export { fetchSigningSecret, parseRetryAfter, RELAY_ISSUER, type FetchedSecret } from './secret-fetch';
-export type { JsonValue, UserTokenOptions } from './user-token';
+export type { ChannelAction, ChannelCap, JsonValue, UserTokenOptions } from './user-token';
