@@ -17,6 +17,8 @@ export class RealtimeMetrics {
   readonly messagesIn: Counter<'source'>;
   readonly messagesOut: Counter;
   readonly fanOutLatency: Histogram;
+  /** Reconnects and history reads with `after`, by outcome: what an operator alerts on when history is lost. */
+  readonly recoveries: Counter<'source' | 'result'>;
   private readonly closes: Counter<'code'>;
 
   constructor() {
@@ -33,7 +35,17 @@ export class RealtimeMetrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     });
+    this.recoveries = new Counter({
+      name: 'relay_realtime_recoveries_total',
+      help: 'Subscribes (ws) and history reads (rest) with after, by result: recovered, history_lost, too_old',
+      labelNames: ['source', 'result'],
+      registers,
+    });
     this.closes = new Counter({ name: 'relay_realtime_closes_total', help: 'Closed WebSocket connections by close code', labelNames: ['code'], registers });
+  }
+
+  recovery(source: 'ws' | 'rest', r: { recovered: true } | { recovered: false; reason: string }): void {
+    this.recoveries.inc({ source, result: r.recovered ? 'recovered' : r.reason });
   }
 
   closed(code: number): void {

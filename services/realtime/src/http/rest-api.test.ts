@@ -62,6 +62,13 @@ describe('REST side (behind the gateway)', () => {
   });
 
   it('answers history with the epoch, and with `after` whether recovery is complete', async () => {
+    const recoveryCounts = async () => {
+      const text = await (await fetch(`${rt.http}/metrics`)).text();
+      const counts: Record<string, number> = {};
+      for (const m of text.matchAll(/relay_realtime_recoveries_total\{[^}]*source="rest",result="(\w+)"[^}]*\} (\d+)/g)) counts[m[1]!] = Number(m[2]);
+      return counts;
+    };
+    const before = await recoveryCounts();
     const get = async (query: string) => (await (await api(`/api/v1/channels/recover/messages?${query}`)).json()) as Record<string, unknown>;
     const m1 = (await (await post('/api/v1/channels/recover/messages', '{"data":1}')).json()) as { id: string };
     await post('/api/v1/channels/recover/messages', '{"data":2}');
@@ -77,6 +84,9 @@ describe('REST side (behind the gateway)', () => {
     const bad = await api(`/api/v1/channels/recover/messages?after=${m1.id}&epoch=has%20space`);
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({ errors: ['invalid_query'] });
+    // An operator sees the losses too, not only the client.
+    const after = await recoveryCounts();
+    expect(['recovered', 'history_lost', 'too_old'].map((r) => (after[r] ?? 0) - (before[r] ?? 0))).toEqual([2, 2, 1]);
   });
 
   it('stores one message per Idempotency-Key and answers a retry with the original', async () => {

@@ -121,6 +121,7 @@ async function history(opts: RestOptions, res: ServerResponse, ref: ChannelRef, 
   const limit = limitText === null ? 50 : Number(limitText);
   if (limit < 1 || limit > 100) return fail(res, 'invalid_query');
   const page = await opts.messages.history(ref, after === null ? { limit } : { after, limit, ...(epoch !== null && { epoch }) });
+  if (page.recovery) opts.metrics.recovery('rest', page.recovery);
   sendJson(res, 200, historyJson(page));
 }
 

@@ -240,6 +240,7 @@ export class Connection implements TrackedConnection {
         this.send(replyFrame({ type: 'subscribed', topic: name, epoch: current }, frameRef));
       } else {
         const replayed = await sub.replay(this.ctx.messages, after, epoch, (first) => {
+          if (first.recovery) this.ctx.metrics.recovery('ws', first.recovery);
           this.send(replyFrame({ type: 'subscribed', topic: name, epoch: first.epoch, ...first.recovery }, frameRef));
         });
         this.ctx.metrics.messagesOut.inc(replayed);
