@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { closeSockets, committedVersion, eventually, expectRevocationHonoured, expectTrafficResumes, gatewayMe, Traffic, watchInForce } from './support/probes';
-import { revocationUnderFault } from './support/scenario';
+import { interruptAfterCommit, revocationUnderFault } from './support/scenario';
 import { finalChecks, report, useFaultStack } from './support/suite';
 
 // The registry's PostgreSQL is stopped (fast shutdown) and started again.
@@ -56,30 +56,18 @@ describe('faults: PostgreSQL stopped and started', () => {
 
   it('PostgreSQL stopped after a revoke_all committed, before it was confirmed: never a 500; once the lease has passed nothing of the tenant is accepted; after PostgreSQL starts the change is in force everywhere', async () => {
     const { stack } = suite;
-    let timing = '';
+    const midCall = interruptAfterCommit(stack, () => stack.postgres.stop(), 'PostgreSQL down');
     await revocationUnderFault(suite, {
       fault: 'postgres stopped between commit and confirmation',
       op: 'revoke_all',
       // realtime2 is stalled for the call, so the registry is still waiting for confirmations when PostgreSQL goes.
-      inject: async () => stack.freeze('realtime2'),
-      call: async (path) => {
-        const tenantId = path.split('/')[3]!;
-        const version = async () => (await stack.postgres.query<{ version: number }>('SELECT version FROM tenants WHERE tenant_id = $1', [tenantId]))[0]!.version;
-        const before = await version();
-        let answered = false;
-        const pending = stack.admin('POST', path).finally(() => (answered = true));
-        const committedAt = await eventually('the revoke_all is committed', async () => ((await version()) > before ? Date.now() : undefined), 10_000, 2);
-        const answeredBeforeStop = answered;
-        await stack.postgres.stop();
-        stack.resume('realtime2');
-        timing = `PostgreSQL down ${Date.now() - committedAt} ms after the commit${answeredBeforeStop ? ', but the call had already answered' : ''}`;
-        return { ...(await pending), committed: true };
-      },
+      inject: midCall.inject,
+      call: midCall.call,
       heal: () => stack.postgres.start(),
       history: 'recovered',
     });
-    console.log(`[faults] postgres stop mid-propagation: ${timing}`);
-    expect(timing).not.toMatch(/already answered/);
+    console.log(`[faults] postgres stop mid-propagation: ${midCall.timing()}`);
+    expect(midCall.timing()).not.toMatch(/already answered/);
   });
 
   it('no process crashed and no secret or token reached any log', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { acceptedNow, eventually } from './support/probes';
-import { revocationUnderFault } from './support/scenario';
+import { acceptedNow } from './support/probes';
+import { interruptAfterCommit, revocationUnderFault } from './support/scenario';
 import { finalChecks, useFaultStack } from './support/suite';
 
 // SIGKILL of one process at a time: the registry between committing a
@@ -11,32 +11,19 @@ describe('faults: a service process is SIGKILLed', () => {
 
   it('registry SIGKILLed after the disable committed, before it answered: once the lease has passed nothing of the tenant is accepted; after a restart the disable is in force everywhere', async () => {
     const { stack } = suite;
-    let timing = '';
+    // realtime2 is stalled (SIGSTOP) for the call, so the registry cannot
+    // confirm the change at once and is still waiting when it is killed.
+    const midCall = interruptAfterCommit(stack, () => stack.kill('registry'), 'registry killed');
     await revocationUnderFault(suite, {
       fault: 'registry SIGKILL between commit and answer',
       op: 'disable',
-      // realtime2 is stalled (SIGSTOP) for the call, so the registry cannot
-      // confirm the change at once and is still waiting when it is killed.
-      inject: async () => stack.freeze('realtime2'),
-      call: async (path) => {
-        const tenantId = path.split('/')[3]!;
-        const version = async () => (await stack.postgres.query<{ version: number }>('SELECT version FROM tenants WHERE tenant_id = $1', [tenantId]))[0]!.version;
-        const before = await version();
-        let answered = false;
-        const pending = stack.admin('POST', path).finally(() => (answered = true));
-        // Watch the registry's own database: the moment the change is committed, the registry dies.
-        const committedAt = await eventually('the disable is committed', async () => ((await version()) > before ? Date.now() : undefined), 10_000, 2);
-        const answeredBeforeKill = answered;
-        await stack.kill('registry');
-        stack.resume('realtime2');
-        timing = `registry killed ${Date.now() - committedAt} ms after the commit${answeredBeforeKill ? ', but the call had already answered' : ''}`;
-        return { ...(await pending), committed: true };
-      },
+      inject: midCall.inject,
+      call: midCall.call,
       heal: () => stack.restart('registry'),
       history: 'recovered',
     });
-    console.log(`[faults] registry SIGKILL: ${timing}`);
-    expect(timing).not.toMatch(/already answered/);
+    console.log(`[faults] registry SIGKILL: ${midCall.timing()}`);
+    expect(midCall.timing()).not.toMatch(/already answered/);
   });
 
   it('verifier2 SIGKILLed before a disable: the disable holds, and the restarted verifier2 does not accept the tenant from any cache', async () => {

@@ -1,11 +1,39 @@
 import { expect } from 'vitest';
-import type { AdminResult } from './fault-stack';
-import { acceptedNow, committedVersion, expectRevocationHonoured, expectTrafficResumes, type InForce, sleepUntil, type Tenant, Traffic, watchInForce } from './probes';
+import type { AdminResult, FaultStack } from './fault-stack';
+import { acceptedNow, committedVersion, eventually, expectRevocationHonoured, expectTrafficResumes, type InForce, sleepUntil, type Tenant, Traffic, watchInForce } from './probes';
 import { report, type FaultSuite } from './suite';
 
 export type RevokingOp = 'disable' | 'revoke_all';
 
 export const opPath = (op: RevokingOp, tenantId: string) => (op === 'disable' ? `/admin/tenants/${tenantId}/disable` : `/admin/tenants/${tenantId}/jwt_secret/revoke_all`);
+
+/**
+ * A `call` for faults that strike between commit and answer: realtime2 is
+ * stalled so the registry is still waiting for confirmations, the admin call
+ * goes out, and the moment the change shows in the registry's database
+ * `interrupt` runs (kill the registry, stop PostgreSQL). `timing()` says how
+ * long after the commit that was, and whether the call had already answered.
+ */
+export function interruptAfterCommit(stack: FaultStack, interrupt: () => Promise<void>, label: string) {
+  let timing = '';
+  return {
+    inject: async () => stack.freeze('realtime2'),
+    call: async (path: string): Promise<AdminResult & { committed: true }> => {
+      const tenantId = path.split('/')[3]!;
+      const version = async () => (await stack.postgres.query<{ version: number }>('SELECT version FROM tenants WHERE tenant_id = $1', [tenantId]))[0]!.version;
+      const before = await version();
+      let answered = false;
+      const pending = stack.admin('POST', path).finally(() => (answered = true));
+      const committedAt = await eventually('the change is committed', async () => ((await version()) > before ? Date.now() : undefined), 10_000, 2);
+      const answeredBefore = answered;
+      await interrupt();
+      stack.resume('realtime2');
+      timing = `${label} ${Date.now() - committedAt} ms after the commit${answeredBefore ? ', but the call had already answered' : ''}`;
+      return { ...(await pending), committed: true };
+    },
+    timing: () => timing,
+  };
+}
 
 export interface RevocationFault {
   /** Name for the log line. */
