@@ -1,11 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type { TenantEventKind } from '@service-relay/tenant-events';
-import { deleteRedisPrefix, FakeVerifier, TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
+import { FakeVerifier, uniqueRedisPrefix } from '@service-relay/testkit';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { compareMessageIds } from './messaging/message-id';
 import { ManualScheduler } from './realtime/scheduler';
-import { gatewayHeaders, issueToken, startRealtime, topicFor, type RealtimeInstance } from './test-support/realtime-harness';
+import { gatewayHeaders, issueToken, startOnRedis, stopOnRedis, topicFor, type RealtimeInstance } from './test-support/realtime-harness';
 import { WsTestClient } from './test-support/ws-test-client';
 
 // Two realtime instances on one real Redis, as two processes would run them.
@@ -29,18 +29,12 @@ describe('realtime: two instances on one Redis', () => {
   };
 
   beforeAll(async () => {
-    await verifier.start();
-    const env = { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix };
-    [a, b] = await Promise.all([startRealtime({ verifier, env, clock }), startRealtime({ verifier, env, clock })]);
+    [a, b] = (await startOnRedis(2, verifier, prefix, clock)) as [RealtimeInstance, RealtimeInstance];
   });
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((c) => c.close()));
   });
-  afterAll(async () => {
-    await Promise.all([a.stop(), b.stop()]);
-    await verifier.stop();
-    await deleteRedisPrefix(prefix);
-  });
+  afterAll(() => stopOnRedis([a, b], verifier, prefix));
 
   it('delivers every message, from WebSocket or REST on either instance, to subscribers on both, in one order', async () => {
     const tenantId = randomUUID();

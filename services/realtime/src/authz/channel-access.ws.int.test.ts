@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { parseCapability } from '@service-relay/core';
-import { deleteRedisPrefix, FakeVerifier, TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
+import { FakeVerifier, uniqueRedisPrefix } from '@service-relay/testkit';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualScheduler } from '../realtime/scheduler';
-import { gatewayHeaders, issueToken, startRealtime, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
+import { gatewayHeaders, issueToken, startOnRedis, stopOnRedis, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
 import { WsTestClient } from '../test-support/ws-test-client';
 import { ACCESS_CASES, ALICE, BOB, CAROL, type CapClaim } from './channel-access.cases';
 
@@ -28,18 +28,12 @@ describe('channel authorization over WebSocket, two instances', () => {
   };
 
   beforeAll(async () => {
-    await verifier.start();
-    const env = { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix };
-    [a, b] = await Promise.all([startRealtime({ verifier, env, clock }), startRealtime({ verifier, env, clock })]);
+    [a, b] = (await startOnRedis(2, verifier, prefix, clock)) as [RealtimeInstance, RealtimeInstance];
   });
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((c) => c.close()));
   });
-  afterAll(async () => {
-    await Promise.all([a.stop(), b.stop()]);
-    await verifier.stop();
-    await deleteRedisPrefix(prefix);
-  });
+  afterAll(() => stopOnRedis([a, b], verifier, prefix));
 
   const wsCases = ACCESS_CASES.filter((c) => c.action === 'subscribe' || c.action === 'publish');
   it.each(wsCases.map((c, i) => ({ ...c, i })))('$name → $expected', async (c) => {

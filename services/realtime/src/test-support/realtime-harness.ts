@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { capabilityJson, createLogger, type Clock, type Env } from '@service-relay/core';
 import { ManualTenantFeed, MemoryTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
-import { FakeVerifier } from '@service-relay/testkit';
+import { deleteRedisPrefix, FakeVerifier, TEST_REDIS_URL } from '@service-relay/testkit';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { loadConfig, type RealtimeConfig } from '../config';
 import type { MessageBus } from '../messaging/message-bus';
@@ -97,4 +97,18 @@ export function gatewayHeaders(identity: VerifiedIdentity, token = TEST_INTERNAL
     'x-relay-expires-at': String(identity.expiresAt),
     ...(identity.cap !== undefined && { 'x-relay-cap': capabilityJson(identity.cap) }),
   };
+}
+
+/** Instances sharing one real Redis under `prefix` (as separate processes would), after starting the fake verifier. */
+export async function startOnRedis(count: number, verifier: FakeVerifier, prefix: string, clock?: Clock): Promise<RealtimeInstance[]> {
+  await verifier.start();
+  const env = { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix };
+  return Promise.all(Array.from({ length: count }, () => startRealtime({ verifier, env, ...(clock && { clock }) })));
+}
+
+/** Undoes startOnRedis: the instances, the verifier and every Redis key under `prefix`. */
+export async function stopOnRedis(instances: RealtimeInstance[], verifier: FakeVerifier, prefix: string): Promise<void> {
+  await Promise.all(instances.map((rt) => rt.stop()));
+  await verifier.stop();
+  await deleteRedisPrefix(prefix);
 }
