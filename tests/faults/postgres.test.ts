@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { closeSockets, committedVersion, eventually, expectRevocationHonoured, expectTrafficResumes, gatewayMe, Traffic, watchInForce } from './support/probes';
+import { closeSockets, committedVersion, eventually, expectRevocationHonoured, expectTrafficResumes, gatewayMe, watchInForce } from './support/probes';
+import { Traffic } from './support/traffic';
 import { interruptAfterCommit, revocationUnderFault } from './support/scenario';
 import { finalChecks, report, useFaultStack } from './support/suite';
 

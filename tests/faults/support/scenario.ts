@@ -1,7 +1,8 @@
 import { expect } from 'vitest';
 import type { AdminResult, FaultStack } from './fault-stack';
-import { acceptedNow, committedVersion, eventually, expectRevocationHonoured, expectTrafficResumes, type InForce, sleepUntil, type Tenant, Traffic, watchInForce } from './probes';
+import { acceptedNow, committedVersion, eventually, expectRevocationHonoured, expectTrafficResumes, type InForce, sleepUntil, type Tenant, watchInForce } from './probes';
 import { report, type FaultSuite } from './suite';
+import { Traffic } from './traffic';
 
 export type RevokingOp = 'disable' | 'revoke_all';
 

@@ -1,8 +1,9 @@
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import type { TestSocket } from '../../support/ws-client';
 import { FaultStack, type FaultStackOptions } from './fault-stack';
-import { adminLabel, closeSockets, describeInForce, expectNoCrash, expectNoSecretsInLogs, gatewayMe, openSocket, stopTraffic, Tenant, type InForce } from './probes';
+import { adminLabel, closeSockets, describeInForce, expectNoCrash, expectNoSecretsInLogs, gatewayMe, openSocket, Tenant, type InForce } from './probes';
 import type { AdminResult } from './fault-stack';
+import { stopTraffic } from './traffic';
 
 export interface FaultSuite {
   readonly stack: FaultStack;
