@@ -34,6 +34,8 @@ export interface TenantChangeMessage {
   kind: string;
   version: number;
   revoked_key_versions: number[];
+  /** JSON object text, or empty. */
+  detail_json?: string;
 }
 
 export interface ChangesSinceResponse {

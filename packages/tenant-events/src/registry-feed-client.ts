@@ -54,8 +54,24 @@ export class RegistryFeedClient implements ChangeSource {
 function toAnswer(res: ChangesSinceResponse): FeedAnswer | undefined {
   const changes: TenantEvent[] = [];
   for (const c of res.changes ?? []) {
+    // An unknown kind may be a revocation this build cannot apply: refuse the answer (fail closed) rather than skip it.
     if (!isTenantEventKind(c.kind)) return undefined;
-    changes.push({ seq: Number(c.seq), tenant_id: c.tenant_id, kind: c.kind, version: Number(c.version), revoked_key_versions: (c.revoked_key_versions ?? []).map(Number) });
+    const event: TenantEvent = { seq: Number(c.seq), tenant_id: c.tenant_id, kind: c.kind, version: Number(c.version), revoked_key_versions: (c.revoked_key_versions ?? []).map(Number) };
+    if (c.detail_json) {
+      const detail = parseDetail(c.detail_json);
+      if (!detail) return undefined;
+      event.detail = detail;
+    }
+    changes.push(event);
   }
   return { latestSeq: Number(res.latest_seq), changes, reset: res.reset };
+}
+
+function parseDetail(text: string): Record<string, unknown> | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }

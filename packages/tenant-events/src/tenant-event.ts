@@ -1,4 +1,15 @@
-export const TENANT_EVENT_KINDS = ['created', 'disabled', 'enabled', 'rotated', 'previous_expired', 'revoked_all'] as const;
+export const TENANT_EVENT_KINDS = [
+  'created',
+  'disabled',
+  'enabled',
+  'rotated',
+  'previous_expired',
+  'revoked_all',
+  // Issue #13: carry a `detail` (see TenantEventDetail).
+  'channel_rules',
+  'user_revoked',
+  'user_disconnected',
+] as const;
 export type TenantEventKind = (typeof TENANT_EVENT_KINDS)[number];
 
 /**
@@ -14,6 +25,14 @@ export interface TenantEvent {
   kind: TenantEventKind;
   version: number;
   revoked_key_versions: number[];
+  /**
+   * What a consumer needs to apply the change without asking back, for the
+   * kinds that carry one: `channel_rules` → `{ rules }` (the tenant's new
+   * channel rules document), `user_revoked` → `{ user_id, before }` (tokens of
+   * that user with `iat` absent or earlier than `before`, unix seconds, stop
+   * verifying), `user_disconnected` → `{ user_id }`. Absent otherwise.
+   */
+  detail?: Readonly<Record<string, unknown>>;
 }
 
 export function isTenantEventKind(v: unknown): v is TenantEventKind {

@@ -46,7 +46,14 @@ export function addFeedService(
           callback(null, {
             latest_seq: page.latestSeq,
             reset: page.reset,
-            changes: page.changes.map((c) => ({ seq: c.seq, tenant_id: c.tenantId, kind: c.kind, version: c.version, revoked_key_versions: c.revokedKeyVersions })),
+            changes: page.changes.map((c) => ({
+              seq: c.seq,
+              tenant_id: c.tenantId,
+              kind: c.kind,
+              version: c.version,
+              revoked_key_versions: c.revokedKeyVersions,
+              detail_json: c.detail === undefined ? '' : JSON.stringify(c.detail),
+            })),
           });
         },
         (err: unknown) => {

@@ -7,6 +7,7 @@ export interface FeedChange {
   kind: string;
   version: number;
   revokedKeyVersions: number[];
+  detail?: Readonly<Record<string, unknown>>;
 }
 
 export interface FeedPage {
@@ -38,12 +39,13 @@ export class FeedStore {
   async record(tx: Queryable, tenantId: string, e: TenantChangeEvent): Promise<number> {
     const [row] = await tx.query<{ seq: string | number }>('UPDATE feed_state SET seq = seq + 1 WHERE id = 1 RETURNING seq');
     const seq = Number(row!.seq);
-    await tx.query('INSERT INTO tenant_changes (seq, tenant_id, kind, version, revoked_key_versions) VALUES ($1, $2, $3, $4, $5)', [
+    await tx.query('INSERT INTO tenant_changes (seq, tenant_id, kind, version, revoked_key_versions, detail) VALUES ($1, $2, $3, $4, $5, $6)', [
       seq,
       tenantId,
       e.kind,
       e.version,
       e.revokedKeyVersions,
+      e.detail === undefined ? null : JSON.stringify(e.detail),
     ]);
     return seq;
   }
@@ -56,7 +58,7 @@ export class FeedStore {
   /** Changes after `after` (-1: none, just the position), read in one snapshot with the latest sequence. */
   async changesSince(after: number, limit: number): Promise<FeedPage> {
     const rows = await this.db.query<Record<string, unknown>>(
-      `SELECT s.seq AS latest, s.pruned_through, c.seq, c.tenant_id, c.kind, c.version, c.revoked_key_versions
+      `SELECT s.seq AS latest, s.pruned_through, c.seq, c.tenant_id, c.kind, c.version, c.revoked_key_versions, c.detail
          FROM feed_state s
          LEFT JOIN LATERAL (SELECT * FROM tenant_changes WHERE seq > $1 ORDER BY seq LIMIT $2) c ON true
         WHERE s.id = 1
@@ -76,6 +78,7 @@ export class FeedStore {
         kind: String(r.kind),
         version: Number(r.version),
         revokedKeyVersions: (r.revoked_key_versions as Array<string | number>).map(Number),
+        ...(r.detail !== null && r.detail !== undefined && { detail: (typeof r.detail === 'string' ? JSON.parse(r.detail) : r.detail) as Record<string, unknown> }),
       }));
     return { latestSeq, changes, reset: false };
   }

@@ -39,6 +39,8 @@ export interface TenantChangeEvent {
   kind: TenantEventKind;
   version: number;
   revokedKeyVersions: number[];
+  /** Carried by channel_rules, user_revoked and user_disconnected (TenantEvent.detail). */
+  detail?: Readonly<Record<string, unknown>>;
 }
 
 /** A change as committed: with its place in the tenant feed. */
