@@ -15,3 +15,4 @@ export * from './lru';
 export * from './limits';
 export * from './tracing';
 export * from './channel-capability';
+export * from './channel-rules';

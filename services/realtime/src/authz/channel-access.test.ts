@@ -1,7 +1,7 @@
 import { parseCapability } from '@service-relay/core';
 import { describe, expect, it } from 'vitest';
 import { ACCESS_CASES } from './channel-access.cases';
-import { channelAccess } from './channel-access';
+import { channelAccess, DEFAULT_CHANNEL_RULES } from './channel-access';
 
 describe('channelAccess: the channel-authorization table', () => {
   it('covers every kind of rule with both verdicts', () => {
@@ -13,6 +13,6 @@ describe('channelAccess: the channel-authorization table', () => {
   it.each(ACCESS_CASES)('$name → $expected', (c) => {
     const cap = c.cap === undefined ? undefined : parseCapability(c.cap);
     if (c.cap !== undefined) expect(cap).toBeDefined();
-    expect(channelAccess(cap, c.userId, c.channel, c.action)).toBe(c.expected);
+    expect(channelAccess(DEFAULT_CHANNEL_RULES, cap, c.userId, c.channel, c.action)).toBe(c.expected);
   });
 });

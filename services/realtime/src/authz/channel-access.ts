@@ -1,4 +1,4 @@
-import type { ChannelAction, ChannelCapability } from '@service-relay/core';
+import { DEFAULT_CHANNEL_RULES, patternMatches, tenantAllows, type ChannelAction, type ChannelCapability, type ChannelRules } from '@service-relay/core';
 
 export type ChannelAccess = 'allow' | 'deny';
 
@@ -16,23 +16,31 @@ const UUID = /^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A
  * - `user:` and `dm:` channels are private: only the users they name, for
  *   every action, whatever the cap says; a malformed name under those
  *   prefixes is nobody's. No host round trip.
- * - Without a cap (`undefined`) every other channel is allowed, as before #13.
- * - With a cap, a channel is allowed only if some pattern matches it (exactly,
- *   or by the prefix before a trailing `*`) and lists the action. This holds
- *   for private channels too: a cap can narrow them, never widen them.
+ * - The tenant's rules (operator-set; DEFAULT_CHANNEL_RULES allow every
+ *   action) must allow the action on the channel (its most specific rule, else
+ *   the rules' default).
+ * - Without a cap (`undefined`) that is all.
+ * - With a cap, some pattern must also match the channel (exactly, or by the
+ *   prefix before a trailing `*`) and list the action. A cap narrows what the
+ *   rules and the private-channel rule allow, never widens it.
  */
-export function channelAccess(cap: ChannelCapability | undefined, userId: string, channel: string, action: ChannelAction): ChannelAccess {
+export function channelAccess(
+  rules: ChannelRules,
+  cap: ChannelCapability | undefined,
+  userId: string,
+  channel: string,
+  action: ChannelAction,
+): ChannelAccess {
   if (!privateRuleAllows(userId, channel)) return 'deny';
+  if (!tenantAllows(rules, channel, action)) return 'deny';
   if (cap === undefined) return 'allow';
   for (const grant of cap) {
-    if (matches(grant.pattern, channel) && grant.actions.includes(action)) return 'allow';
+    if (patternMatches(grant.pattern, channel) && grant.actions.includes(action)) return 'allow';
   }
   return 'deny';
 }
 
-function matches(pattern: string, channel: string): boolean {
-  return pattern.endsWith('*') ? channel.startsWith(pattern.slice(0, -1)) : channel === pattern;
-}
+export { DEFAULT_CHANNEL_RULES };
 
 /** True for every channel that is not private, and for a private one that names `userId`. */
 function privateRuleAllows(userId: string, channel: string): boolean {

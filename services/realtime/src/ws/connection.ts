@@ -2,7 +2,7 @@ import { RelayError, codeOf, type ChannelAction, type ErrorCode, type Logger } f
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
-import { channelAccess } from '../authz/channel-access';
+import { channelAccess, DEFAULT_CHANNEL_RULES } from '../authz/channel-access';
 import type { MessageBus } from '../messaging/message-bus';
 import { applyPublishRule } from '../messaging/publish-rule';
 import type { RealtimeMetrics } from '../metrics';
@@ -214,7 +214,7 @@ export class Connection implements TrackedConnection {
    * re-checked retroactively). Unsubscribe is always allowed.
    */
   private may(channel: string, action: ChannelAction): boolean {
-    return channelAccess(this.identity.cap, this.identity.userId, channel, action) === 'allow';
+    return channelAccess(DEFAULT_CHANNEL_RULES, this.identity.cap, this.identity.userId, channel, action) === 'allow';
   }
 
   /**
