@@ -1,0 +1,75 @@
+/**
+ * `npm run example`: the chat example against a running relay (`npm start`).
+ * The first run creates a demo tenant through the admin API and saves its
+ * host-sync credential in DATA_DIR/example-chat.json; later runs reuse it.
+ */
+import { existsSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { createHostClient, isHostClientError, type HostClient } from '@service-relay/host';
+import { createChatApp } from './app';
+import { loadConfig, tenantFile, type ChatConfig } from './config';
+import { createDemoTenant, savedTenant, type TenantCredential } from './demo-tenant';
+
+const SDK_BUILD = fileURLToPath(new URL('../../../packages/client/dist/', import.meta.url));
+const SDK_FALLBACK = fileURLToPath(new URL('../sdk-fallback/', import.meta.url));
+
+function hostClientFor(config: ChatConfig, t: TenantCredential): HostClient {
+  return createHostClient({
+    baseUrl: config.relayUrl,
+    tenantId: t.tenantId,
+    clientId: t.clientId,
+    clientSecret: t.clientSecret,
+    onRefreshError: (err) => console.error(`chat: secret refresh failed (${err.code}); signing with the cached secret`),
+  });
+}
+
+/** A saved tenant that no longer exists (the relay's data was wiped) is replaced by a new one. */
+async function connectHost(config: ChatConfig): Promise<{ tenant: TenantCredential; host: HostClient }> {
+  let tenant = savedTenant(config) ?? (await createDemoTenant(config));
+  let host = hostClientFor(config, tenant);
+  try {
+    await host.refresh();
+  } catch (err) {
+    if (!(isHostClientError(err) && err.code === 'invalid_credentials' && tenant.source === 'file')) throw err;
+    host.close();
+    console.error(`chat: the tenant saved in ${tenantFile(config)} is not known to the relay any more; creating a new one`);
+    tenant = await createDemoTenant(config);
+    host = hostClientFor(config, tenant);
+    await host.refresh();
+  }
+  return { tenant, host };
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const { tenant, host } = await connectHost(config);
+  const clientSdkDir = existsSync(SDK_BUILD) ? SDK_BUILD : SDK_FALLBACK;
+  const app = createChatApp({ config, tenantId: tenant.tenantId, host, clientSdkDir });
+  const server = app.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const { port } = server.address() as AddressInfo;
+  const where = { environment: 'from the environment', file: `read from ${tenantFile(config)}`, created: `created, saved in ${tenantFile(config)}` }[tenant.source];
+  process.stdout.write(
+    [
+      '',
+      `chat example on http://${config.host}:${port}/`,
+      `  tenant     ${tenant.tenantId} (${where})`,
+      `  relay      ${config.relayUrl}; WebSocket ${config.relayWsUrls.join(', ')}`,
+      `  tokens     ${config.tokenTtlS} s, refreshed in place by the page`,
+      '',
+    ].join('\n'),
+  );
+  const stop = () => {
+    host.close();
+    server.closeAllConnections();
+    server.close(() => process.exit(0));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+main().catch((err: unknown) => {
+  console.error(`chat: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

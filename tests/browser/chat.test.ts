@@ -1,0 +1,121 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium, type Browser } from '../support/browser';
+import { freePort, ManagedProcess, REPO_ROOT } from '../support/processes';
+import { startStack, type Stack } from '../support/stack';
+
+const SCREENSHOT = join(REPO_ROOT, 'artifacts', 'browser-chat.png');
+/** Short enough that the page refreshes its token twice within a test, long enough for 10 refreshes a minute at most. */
+const TOKEN_TTL_S = 15;
+const WAIT = { timeout: 20_000 };
+
+/**
+ * examples/chat in a real browser (Debian's chromium) against the distributed
+ * deployment: two realtime instances, every service its own process. Every
+ * assertion is on what a user sees on the page.
+ */
+describe('the chat example in chromium', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'relay-chat-'));
+  let stack: Stack;
+  let chat: ManagedProcess;
+  let browser: Browser;
+  let chatUrl: string;
+  let alice: Page;
+  let bob: Page;
+
+  beforeAll(async () => {
+    stack = await startStack();
+    const port = await freePort();
+    chatUrl = `http://127.0.0.1:${port}/`;
+    chat = new ManagedProcess('chat', process.execPath, ['--import', 'tsx', 'examples/chat/src/main.ts'], {
+      RELAY_URL: stack.gatewayUrl,
+      // One WebSocket URL per realtime instance, handed out in turn: the first login is on realtime1, the second on realtime2.
+      RELAY_WS_URL: stack.realtimeWs.join(','),
+      REGISTRY_URL: stack.registryUrl,
+      ADMIN_TOKEN: stack.adminToken,
+      DATA_DIR: dataDir,
+      CHAT_PORT: `${port}`,
+      CHAT_TOKEN_TTL_S: `${TOKEN_TTL_S}`,
+    });
+    chat.start();
+    await chat.waitForOutput('chat example on', 30_000);
+    browser = await launchChromium();
+  });
+
+  afterAll(async () => {
+    if (bob) {
+      mkdirSync(join(REPO_ROOT, 'artifacts'), { recursive: true });
+      await bob.screenshot({ path: SCREENSHOT, fullPage: true }).catch(() => undefined);
+    }
+    await browser?.close();
+    await chat?.stop();
+    await stack?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const text = (page: Page, id: string) => page.locator(`#${id}`).innerText();
+  const waitText = (page: Page, id: string, value: string) => page.locator(`#${id}`, { hasText: new RegExp(`^${value}$`) }).waitFor(WAIT);
+  const messages = (page: Page) => page.locator('#messages li').allInnerTexts();
+  const line = (page: Page, value: string) => page.locator('#messages li', { hasText: value });
+
+  const join_ = async (name: string): Promise<Page> => {
+    const page = await browser.context.newPage();
+    page.setDefaultTimeout(WAIT.timeout);
+    await page.goto(chatUrl);
+    await page.locator('#name').fill(name);
+    await page.locator('#login button').click();
+    await waitText(page, 'conn-state', 'connected');
+    return page;
+  };
+  const say = async (page: Page, value: string) => {
+    await page.locator('#text').fill(value);
+    await page.locator('#send button').click();
+  };
+
+  it('two users of one tenant, on two realtime instances, chat through the example app', async () => {
+    alice = await join_('alice');
+    bob = await join_('bob');
+    await say(alice, 'hello from alice');
+    await line(bob, 'hello from alice').waitFor(WAIT);
+    await say(bob, 'hi alice, bob here');
+    await line(alice, 'hi alice, bob here').waitFor(WAIT);
+    for (const page of [alice, bob]) expect(await messages(page)).toEqual(['alice:hello from alice', 'bob:hi alice, bob here']);
+    expect(await text(bob, 'me')).toBe('bob');
+  });
+
+  it("bob's token is refreshed in place, past the first token's expiry, on the connection he opened", async () => {
+    // Two refreshes take longer than the first token lived: without them realtime would have closed it (4401).
+    await waitText(bob, 'refresh-count', '2');
+    expect(await text(bob, 'conn-count')).toBe('1');
+    expect(await text(bob, 'conn-state')).toBe('connected');
+    await say(alice, 'still there?');
+    await line(bob, 'still there?').waitFor(WAIT);
+    expect(await text(bob, 'conn-count')).toBe('1');
+  });
+
+  it('bob loses his realtime instance, reconnects, and sees every message sent meanwhile exactly once', async () => {
+    await stack.processes.realtime2!.stop('SIGKILL');
+    await waitText(bob, 'conn-state', 'reconnecting');
+    const meanwhile = ['while bob was away 1', 'while bob was away 2', 'while bob was away 3'];
+    for (const m of meanwhile) {
+      await say(alice, m);
+      await line(alice, m).waitFor(WAIT);
+    }
+    // Typed while offline: sent once the connection is back.
+    await say(bob, 'bob is back');
+
+    await stack.restart('realtime2');
+    await waitText(bob, 'conn-state', 'connected');
+    expect(await text(bob, 'conn-count')).toBe('2');
+    await line(bob, meanwhile.at(-1)!).waitFor(WAIT);
+    await line(alice, 'bob is back').waitFor(WAIT);
+    await line(bob, 'bob is back').waitFor(WAIT);
+
+    const expected = ['alice:hello from alice', 'bob:hi alice, bob here', 'alice:still there?', ...meanwhile.map((m) => `alice:${m}`), 'bob:bob is back'];
+    expect(await messages(bob)).toEqual(expected);
+    expect(await messages(alice)).toEqual(expected);
+  });
+});
