@@ -12,7 +12,7 @@ const TRANSPORTS = ['@grpc/grpc-js', 'express', 'ws', 'node:http', 'http'].map((
 }));
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '.data/**', 'bench/results/**'] },
+  { ignores: ['**/node_modules/**', '.data/**', 'bench/results/**', 'packages/*/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,0 +1,69 @@
+/**
+ * Codes the server sends in `error` frames and HTTP answers a client can meet
+ * (docs/PROTOCOL.md "Error frame codes" and "REST error codes"). Kept as a
+ * closed list so an app can switch on `code` exhaustively.
+ */
+export const SERVER_ERROR_CODES = [
+  'invalid_frame',
+  'invalid_topic',
+  'forbidden_topic',
+  'forbidden_channel',
+  'payload_too_large',
+  'too_many_subscriptions',
+  'unavailable',
+  'rate_limited',
+  'invalid_or_missing_token',
+  'auth_unavailable',
+  'identity_mismatch',
+  'internal',
+  'not_found',
+  'upgrade_required',
+  'headers_too_large',
+  'bad_request',
+  'upstream_unavailable',
+  'upstream_timeout',
+] as const;
+
+/** Failures the client itself detects (no server frame carries these). */
+export const CLIENT_ERROR_CODES = [
+  /** A request's connection closed before its reply came: the frame may or may not have taken effect. */
+  'connection_lost',
+  /** No reply within `requestTimeoutMs`. */
+  'timeout',
+  /** `close()` was called, or the client gave up reconnecting; nothing more will be sent. */
+  'closed',
+  /** `getToken` threw or returned something that is not a non-empty string. */
+  'token_provider_failed',
+  /** The server sent something this client cannot read (not JSON, no `type`). */
+  'protocol_error',
+  /** A close code that means the client must stop: 4409 (disconnected by the host), 1002, 1007. */
+  'disconnected',
+] as const;
+
+export type ServerErrorCode = (typeof SERVER_ERROR_CODES)[number];
+export type ClientErrorCode = (typeof CLIENT_ERROR_CODES)[number];
+export type RelayErrorCode = ServerErrorCode | ClientErrorCode;
+
+const SERVER_CODES: ReadonlySet<string> = new Set(SERVER_ERROR_CODES);
+
+export function isServerErrorCode(code: unknown): code is ServerErrorCode {
+  return typeof code === 'string' && SERVER_CODES.has(code);
+}
+
+/** Every error the client rejects with or emits. Switch on `code`, never on the message. */
+export class RelayClientError extends Error {
+  override readonly name = 'RelayClientError';
+
+  constructor(
+    readonly code: RelayErrorCode,
+    message: string,
+    /** Extra facts: the frame type that failed, the topic, the close code. */
+    readonly details: { frame?: string; topic?: string; closeCode?: number; cause?: unknown } = {},
+  ) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+  }
+}
+
+export function isRelayClientError(err: unknown): err is RelayClientError {
+  return err instanceof RelayClientError;
+}

@@ -1,0 +1,84 @@
+import { isServerErrorCode, RelayClientError } from './client-error.js';
+import type { Ref, ServerFrame } from './frames.js';
+
+type Timer = ReturnType<typeof setTimeout>;
+
+export interface PendingRequest {
+  /** The frame to send once the tenant is known (topics need it). */
+  build: (tenantId: string) => Record<string, unknown>;
+  type: string;
+  topic?: string;
+  resolve: (frame: ServerFrame) => void;
+  reject: (err: RelayClientError) => void;
+  timer: Timer | undefined;
+  sent: boolean;
+}
+
+/**
+ * Requests waiting for their reply, by `ref`. A request made while no
+ * connection is ready waits (within its timeout) and is sent on the next one;
+ * a request already sent when its connection ends fails with
+ * `connection_lost`, because it may or may not have taken effect.
+ */
+export class RequestTable {
+  private readonly pending = new Map<string, PendingRequest>();
+  private counter = 0;
+
+  add(req: Omit<PendingRequest, 'timer' | 'sent'>, timeoutMs: number): { ref: string; entry: PendingRequest } {
+    const ref = `c${++this.counter}`;
+    const entry: PendingRequest = { ...req, sent: false, timer: undefined };
+    if (timeoutMs > 0) {
+      entry.timer = setTimeout(() => {
+        if (this.pending.get(ref) !== entry) return;
+        this.pending.delete(ref);
+        entry.reject(new RelayClientError('timeout', `no answer to ${req.type} within ${timeoutMs} ms`, { frame: req.type, ...(req.topic !== undefined && { topic: req.topic }) }));
+      }, timeoutMs);
+    }
+    this.pending.set(ref, entry);
+    return { ref, entry };
+  }
+
+  /** Requests not yet sent, oldest first. */
+  unsent(): [string, PendingRequest][] {
+    return [...this.pending].filter(([, r]) => !r.sent);
+  }
+
+  has(ref: Ref | undefined): boolean {
+    return typeof ref === 'string' && this.pending.has(ref);
+  }
+
+  /** Settles the request a reply or error frame answers; false when no request carries its ref. */
+  settle(frame: ServerFrame & { ref?: Ref }): boolean {
+    if (typeof frame.ref !== 'string') return false;
+    const entry = this.pending.get(frame.ref);
+    if (!entry) return false;
+    this.pending.delete(frame.ref);
+    clearTimeout(entry.timer);
+    if (frame.type === 'error') {
+      const raw = frame.code;
+      const code = isServerErrorCode(raw) ? raw : 'internal';
+      entry.reject(new RelayClientError(code, `${entry.type} refused: ${raw}`, { frame: entry.type, ...(entry.topic !== undefined && { topic: entry.topic }) }));
+    } else {
+      entry.resolve(frame);
+    }
+    return true;
+  }
+
+  /** Fails the requests that were sent on a connection that ended; unsent ones keep waiting. */
+  failSent(closeCode: number): void {
+    for (const [ref, entry] of [...this.pending]) {
+      if (!entry.sent) continue;
+      this.pending.delete(ref);
+      clearTimeout(entry.timer);
+      entry.reject(new RelayClientError('connection_lost', `the connection closed (${closeCode}) before ${entry.type} was answered`, { frame: entry.type, closeCode, ...(entry.topic !== undefined && { topic: entry.topic }) }));
+    }
+  }
+
+  failAll(err: () => RelayClientError): void {
+    for (const [ref, entry] of [...this.pending]) {
+      this.pending.delete(ref);
+      clearTimeout(entry.timer);
+      entry.reject(err());
+    }
+  }
+}

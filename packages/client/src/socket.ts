@@ -1,0 +1,43 @@
+/**
+ * The part of the WHATWG WebSocket API the client uses. Browsers' `WebSocket`,
+ * Node 22's global one and the `ws` package's `WebSocket` (Node 20) all fit.
+ */
+export interface WebSocketLike {
+  readonly readyState: number;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  onopen: ((event: unknown) => void) | null;
+  onmessage: ((event: { data: unknown }) => void) | null;
+  onclose: ((event: { code: number; reason: string }) => void) | null;
+  onerror: ((event: unknown) => void) | null;
+}
+
+export type WebSocketConstructor = new (url: string) => WebSocketLike;
+
+export const OPEN = 1;
+
+/** The option, else the global `WebSocket` (browsers, Node 22+); Node 20 must pass `ws`. */
+export function resolveWebSocket(option: unknown): WebSocketConstructor {
+  const impl = option ?? (globalThis as { WebSocket?: unknown }).WebSocket;
+  if (typeof impl !== 'function') {
+    throw new TypeError('no WebSocket implementation: pass one, e.g. createRelayClient({ WebSocket }) with `import { WebSocket } from "ws"` on Node 20');
+  }
+  return impl as WebSocketConstructor;
+}
+
+/**
+ * The HTTP status of a refused upgrade when the implementation tells it (`ws`
+ * says "Unexpected server response: 401"); browsers never do (undefined).
+ */
+export function refusalStatus(event: unknown): number | undefined {
+  const e = event as { message?: unknown; error?: { message?: unknown } } | null;
+  const text = typeof e?.message === 'string' ? e.message : typeof e?.error?.message === 'string' ? e.error.message : '';
+  const m = /Unexpected server response: (\d{3})/.exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** `wss://host/ws` + `?access_token=`: browsers cannot set headers on an upgrade, so every platform uses the query. */
+export function connectUrl(base: string, token: string): string {
+  const sep = base.includes('?') ? '&' : '?';
+  return `${base}${sep}access_token=${encodeURIComponent(token)}`;
+}
