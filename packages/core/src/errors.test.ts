@@ -10,6 +10,7 @@ describe('error codes', () => {
     expect(httpStatusFor('invalid_channel')).toBe(400);
     expect(httpStatusFor('not_found')).toBe(404);
     expect(errorBody('invalid_host_sync_credentials')).toBe('{"errors":["invalid_host_sync_credentials"]}');
+    expect(errorBody('invalid_channel_rules', { problem: 'p' })).toBe('{"errors":["invalid_channel_rules"],"problem":"p"}');
     expect(grpcStatusFor('auth_unavailable')).toBe(status.UNAVAILABLE);
     expect(grpcStatusFor('invalid_internal_token')).toBe(status.UNAUTHENTICATED);
   });

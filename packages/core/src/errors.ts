@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   'invalid_channel',
   'invalid_body',
   'invalid_query',
+  'invalid_channel_rules',
   'payload_too_large',
   'headers_too_large',
   'bad_request',
@@ -51,6 +52,7 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   invalid_channel: 400,
   invalid_body: 400,
   invalid_query: 400,
+  invalid_channel_rules: 400,
   payload_too_large: 413,
   headers_too_large: 431,
   bad_request: 400,
@@ -82,6 +84,7 @@ const GRPC_STATUS: Record<ErrorCode, GrpcStatus> = {
   invalid_channel: GrpcStatus.INVALID_ARGUMENT,
   invalid_body: GrpcStatus.INVALID_ARGUMENT,
   invalid_query: GrpcStatus.INVALID_ARGUMENT,
+  invalid_channel_rules: GrpcStatus.INVALID_ARGUMENT,
   payload_too_large: GrpcStatus.RESOURCE_EXHAUSTED,
   headers_too_large: GrpcStatus.RESOURCE_EXHAUSTED,
   bad_request: GrpcStatus.INVALID_ARGUMENT,
@@ -122,8 +125,13 @@ export function grpcStatusFor(code: ErrorCode): GrpcStatus {
 
 /** The contract's error body, serialized once per code. */
 const BODIES = new Map<ErrorCode, string>(ERROR_CODES.map((c) => [c, JSON.stringify({ errors: [c] })]));
-export function errorBody(code: ErrorCode): string {
-  return BODIES.get(code)!;
+/**
+ * `{"errors":[code]}`; `extra` members follow `errors` when an answer says
+ * more (`change_not_propagated`'s committed view, `invalid_channel_rules`'s
+ * `problem`). Clients switch on `errors` alone.
+ */
+export function errorBody(code: ErrorCode, extra?: Readonly<Record<string, unknown>>): string {
+  return extra === undefined ? BODIES.get(code)! : JSON.stringify({ errors: [code], ...extra });
 }
 
 /** Maps a thrown value to a code; anything unknown is `internal`. */

@@ -43,3 +43,16 @@ export interface ChangesSinceResponse {
   changes: TenantChangeMessage[];
   reset: boolean;
 }
+
+export interface ChannelRulesRequest {
+  tenant_id: string;
+}
+
+export interface ChannelRulesResponse {
+  found: boolean;
+  /** The canonical rules document (JSON); empty when not found. */
+  rules_json: string;
+  version: number;
+  /** The tenant feed sequence the answer reflects. */
+  as_of_seq: number;
+}

@@ -27,8 +27,8 @@ export interface TenantEvent {
   revoked_key_versions: number[];
   /**
    * What a consumer needs to apply the change without asking back, for the
-   * kinds that carry one: `channel_rules` → `{ rules }` (the tenant's new
-   * channel rules document), `user_revoked` → `{ user_id, before }` (tokens of
+   * kinds that carry one: `channel_rules` → `{ rules, rules_version }` (the
+   * tenant's new channel rules document, canonical, and its per-tenant version), `user_revoked` → `{ user_id, before }` (tokens of
    * that user with `iat` absent or earlier than `before`, unix seconds, stop
    * verifying), `user_disconnected` → `{ user_id }`. Absent otherwise.
    */

@@ -12,6 +12,7 @@ export class RegistryMetrics {
   private readonly fetches: Counter<'result'>;
   private readonly keyCalls: Counter<'result'>;
   private readonly feedCalls: Counter<'result'>;
+  private readonly rulesCalls: Counter<'result'>;
   private readonly propagations: Counter<'result'>;
   private readonly propagationSeconds: Histogram;
   private readonly auditWrites: Counter<'result'>;
@@ -39,6 +40,12 @@ export class RegistryMetrics {
     this.feedCalls = new Counter({
       name: 'relay_registry_feed_requests_total',
       help: 'TenantFeed.ChangesSince calls by result',
+      labelNames: ['result'],
+      registers: [this.registry],
+    });
+    this.rulesCalls = new Counter({
+      name: 'relay_registry_channel_rules_requests_total',
+      help: 'TenantFeed.ChannelRules calls by result',
       labelNames: ['result'],
       registers: [this.registry],
     });
@@ -85,5 +92,9 @@ export class RegistryMetrics {
 
   keyCall(result: KeyCallResult): void {
     this.keyCalls.inc({ result });
+  }
+
+  rulesCall(result: KeyCallResult): void {
+    this.rulesCalls.inc({ result });
   }
 }

@@ -123,7 +123,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         rpc = new grpc.Server();
         addKeyService(rpc, store, config.internalToken, metrics, logger);
         const p = propagation;
-        addFeedService(rpc, store.feed, config.internalToken, () => p.progressed(), metrics, logger);
+        addFeedService(rpc, store.feed, store.channelRules, config.internalToken, () => p.progressed(), metrics, logger);
         health = new HealthService([REGISTRY_KEYS_SERVICE, REGISTRY_FEED_SERVICE]);
         health.addTo(rpc);
         grpcPort = await bindServer(rpc, grpcAddress(config.grpcHost, config.grpcPort));

@@ -1,7 +1,18 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { Logger } from '@service-relay/core';
-import { grpcError, hasInternalToken, REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE, serviceDefinition, type ChangesSinceRequest, type ChangesSinceResponse } from '@service-relay/grpc';
+import { channelRulesJson, isCanonicalUuid, type Logger } from '@service-relay/core';
+import {
+  grpcError,
+  hasInternalToken,
+  REGISTRY_FEED_PROTO,
+  REGISTRY_FEED_SERVICE,
+  serviceDefinition,
+  type ChangesSinceRequest,
+  type ChangesSinceResponse,
+  type ChannelRulesRequest,
+  type ChannelRulesResponse,
+} from '@service-relay/grpc';
 import type { RegistryMetrics } from '../metrics';
+import type { ChannelRulesStore } from '../store/channel-rules-store';
 import type { FeedStore } from '../store/feed-store';
 
 const CONSUMER_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
@@ -12,10 +23,13 @@ const MAX_LEASE_MS = 600_000;
  * relay.registry.v1.TenantFeed: consumers report how far they applied and get
  * what came after. The report is recorded before the changes are read, so a
  * consumer whose answer holds no change was current as of its own request.
+ * ChannelRules answers a tenant's current rules with the feed sequence they
+ * reflect (realtime asks on a tenant's first request).
  */
 export function addFeedService(
   server: grpc.Server,
   feed: FeedStore,
+  rules: ChannelRulesStore,
   internalToken: string,
   onProgress: () => void,
   metrics: RegistryMetrics,
@@ -59,6 +73,26 @@ export function addFeedService(
         (err: unknown) => {
           metrics.feedCall('error');
           logger.warn({ err: (err as Error).message }, 'ChangesSince failed');
+          callback(grpcError('unavailable'));
+        },
+      );
+    },
+    ChannelRules: (call: grpc.ServerUnaryCall<ChannelRulesRequest, ChannelRulesResponse>, callback: grpc.sendUnaryData<ChannelRulesResponse>) => {
+      if (!hasInternalToken(call.metadata, internalToken)) {
+        metrics.rulesCall('unauthenticated');
+        callback(grpcError('invalid_internal_token'));
+        return;
+      }
+      const tenantId = call.request.tenant_id;
+      rules.snapshot(tenantId).then(
+        (s) => {
+          metrics.rulesCall(s ? 'found' : 'not_found');
+          callback(null, s ? { found: true, rules_json: JSON.stringify(channelRulesJson(s.rules)), version: s.version, as_of_seq: s.asOfSeq } : { found: false, rules_json: '', version: 0, as_of_seq: 0 });
+        },
+        (err: unknown) => {
+          metrics.rulesCall('error');
+          logger.warn({ err: (err as Error).message, tenant_id: isCanonicalUuid(tenantId) ? tenantId : undefined }, 'ChannelRules failed');
+          // Realtime fails closed on this; it must not read as "default rules".
           callback(grpcError('unavailable'));
         },
       );

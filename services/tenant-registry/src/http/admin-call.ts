@@ -12,13 +12,17 @@ export const ACTIONS: ReadonlyArray<readonly [string, TenantAction]> = [
 ];
 
 export interface AdminCall {
-  /** The route's name (create, list, get, audit, or a TenantAction), or "unknown". */
+  /** The route's name (create, list, get, audit, a TenantAction, or get/set/reset_channel_rules), or "unknown". */
   action: string;
   /** The tenant the path names, when it is a well-formed id. */
   tenantId: string | null;
 }
 
 const ACTION_BY_SUFFIX = new Map(ACTIONS);
+
+/** `/admin/tenants/{id}/channel_rules`: the audit action of each method. */
+export const CHANNEL_RULES_PATH = 'channel_rules';
+const CHANNEL_RULES_ACTIONS: Readonly<Record<string, string>> = { GET: 'get_channel_rules', PUT: 'set_channel_rules', DELETE: 'reset_channel_rules' };
 
 /**
  * What an admin request asks for, from its method and path under /admin,
@@ -35,6 +39,8 @@ export function describeAdminCall(method: string, path: string): AdminCall {
   if (id === undefined) return { action: m === 'POST' ? 'create' : m === 'GET' ? 'list' : 'unknown', tenantId: null };
   const tenantId = isCanonicalUuid(id) ? id : null;
   if (rest.length === 0) return { action: m === 'GET' ? 'get' : 'unknown', tenantId };
-  const action = m === 'POST' ? ACTION_BY_SUFFIX.get(rest.join('/').toLowerCase()) : undefined;
+  const suffix = rest.join('/').toLowerCase();
+  if (suffix === CHANNEL_RULES_PATH) return { action: CHANNEL_RULES_ACTIONS[m] ?? 'unknown', tenantId };
+  const action = m === 'POST' ? ACTION_BY_SUFFIX.get(suffix) : undefined;
   return { action: action ?? 'unknown', tenantId };
 }

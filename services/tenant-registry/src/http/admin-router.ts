@@ -1,30 +1,37 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import { errorBody, httpStatusFor, isCanonicalUuid, RelayError, sendJson, type ErrorCode, type Logger } from '@service-relay/core';
+import { channelRulesJson, errorBody, httpStatusFor, isCanonicalUuid, parseChannelRules, RelayError, sendJson, type ErrorCode, type Logger } from '@service-relay/core';
 import { authorizationOf, bearerToken, readBodyLimited, WWW_AUTHENTICATE } from '@service-relay/edge';
 import { UNAUTHENTICATED, type AdminTokens } from '../audit/admin-tokens';
 import type { AuditLog } from '../audit/audit-log';
 import type { RegistryMetrics } from '../metrics';
+import type { TenantChannelRules } from '../store/channel-rules-store';
+import type { PropagationResult } from '../tenants/propagation';
 import type { AdminOutcome, TenantAdmin } from '../tenants/tenant-admin';
 import { toTenantView } from '../tenants/tenant';
-import { ACTIONS, describeAdminCall, type AdminCall } from './admin-call';
+import { ACTIONS, CHANNEL_RULES_PATH, describeAdminCall, type AdminCall } from './admin-call';
 import { decodeAuditCursor, encodeAuditCursor, toAuditView } from './audit-view';
 import { decodeCursor, encodeCursor, parseLimit } from './list-cursor';
 import { errorCodeFor, NO_STORE } from './send';
 
 /** Admin calls take no body; a small limit keeps junk cheap to refuse. */
 const MAX_ADMIN_BODY_BYTES = 1024;
+/** The one admin body: a channel rules document (MAX_CHANNEL_RULES rules of the longest pattern and every action fit well within). */
+const MAX_RULES_BODY_BYTES = 128 * 1024;
 
 /** Reads the body into `req.body` (a Buffer); past the limit `payload_too_large`, a client gone mid-body `invalid_body`. */
-function rawBody(req: Request, _res: Response, next: NextFunction): void {
-  readBodyLimited(req, MAX_ADMIN_BODY_BYTES).then(
-    (body) => {
-      if (body === undefined) return next(new RelayError('payload_too_large'));
-      req.body = body;
-      next();
-    },
-    () => next(new RelayError('invalid_body')),
-  );
+function rawBodyUpTo(limit: number) {
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    readBodyLimited(req, limit).then(
+      (body) => {
+        if (body === undefined) return next(new RelayError('payload_too_large'));
+        req.body = body;
+        next();
+      },
+      () => next(new RelayError('invalid_body')),
+    );
+  };
 }
+const rawBody = rawBodyUpTo(MAX_ADMIN_BODY_BYTES);
 
 export interface AdminRouterDeps {
   admin: TenantAdmin;
@@ -114,6 +121,28 @@ export function adminRouter(deps: AdminRouterDeps): Router {
   }
 
   router
+    .route(`/tenants/:id/${CHANNEL_RULES_PATH}`)
+    .get(named('get_channel_rules'), async (req, res) => {
+      const rules = await admin.channelRules(tenantIdParam(req));
+      if (!rules) throw new RelayError('tenant_not_found');
+      await answer(req, res, 200, channelRulesView(rules));
+    })
+    .put(named('set_channel_rules'), rawBodyUpTo(MAX_RULES_BODY_BYTES), async (req, res) => {
+      const tenantId = tenantIdParam(req);
+      const rules = parseChannelRules(jsonBody(req));
+      if (typeof rules === 'string') return answer(req, res, 400, errorBody('invalid_channel_rules', { problem: rules }), {}, 'invalid_channel_rules');
+      const outcome = await admin.setChannelRules(tenantId, rules);
+      if (!outcome) throw new RelayError('tenant_not_found');
+      await answerRulesChange(answer, req, res, outcome.rules, outcome.propagation);
+    })
+    .delete(named('reset_channel_rules'), rawBody, requireEmptyBody, async (req, res) => {
+      const outcome = await admin.setChannelRules(tenantIdParam(req), null);
+      if (!outcome) throw new RelayError('tenant_not_found');
+      await answerRulesChange(answer, req, res, outcome.rules, outcome.propagation);
+    })
+    .all(methodNotAllowed('GET, PUT, DELETE'));
+
+  router
     .route('/audit')
     .get(named('audit'), async (req, res) => {
       const limit = parseLimit(req.query.limit);
@@ -166,6 +195,40 @@ function requireEmptyBody(req: Request, _res: Response, next: NextFunction): voi
   next(isEmptyObject ? undefined : new RelayError('invalid_body'));
 }
 
+/** The body of a channel rules PUT: JSON (the document itself is judged by parseChannelRules), else invalid_body. */
+function jsonBody(req: Request): unknown {
+  const body: unknown = req.body;
+  if (!Buffer.isBuffer(body)) throw new RelayError('invalid_body');
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new RelayError('invalid_body');
+  }
+}
+
+/** `{tenant_id, version, rules}`: the canonical document. */
+function channelRulesView(r: TenantChannelRules): Record<string, unknown> {
+  return { tenant_id: r.tenantId, version: r.version, rules: channelRulesJson(r.rules) };
+}
+
+/** Like answerChange: 200 with the committed rules only once every consumer applied them, else 503 with them. */
+function answerRulesChange(answer: Answer, req: Request, res: Response, rules: TenantChannelRules, p: PropagationResult): Promise<void> {
+  const view = channelRulesView(rules);
+  if (p.confirmed) return answer(req, res, 200, view);
+  return answer(
+    req,
+    res,
+    httpStatusFor('change_not_propagated'),
+    { errors: ['change_not_propagated'], channel_rules: view, pending_consumers: pendingView(p) },
+    { 'retry-after': '1' },
+    'change_not_propagated',
+  );
+}
+
+function pendingView(p: PropagationResult): Array<Record<string, unknown>> {
+  return p.pending.map((c) => ({ consumer_id: c.consumerId, kind: c.kind, applied_seq: c.appliedSeq }));
+}
+
 /**
  * The committed view. A change not confirmed in force everywhere within the
  * bound answers 503 change_not_propagated with that same view (and a new
@@ -180,7 +243,7 @@ function answerChange(answer: Answer, req: Request, res: Response, status: numbe
       req,
       res,
       httpStatusFor('change_not_propagated'),
-      { errors: ['change_not_propagated'], tenant: view, pending_consumers: p.pending.map((c) => ({ consumer_id: c.consumerId, kind: c.kind, applied_seq: c.appliedSeq })) },
+      { errors: ['change_not_propagated'], tenant: view, pending_consumers: pendingView(p) },
       { 'retry-after': '1' },
       'change_not_propagated',
     );

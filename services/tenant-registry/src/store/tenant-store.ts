@@ -4,6 +4,7 @@ import { newHostSyncClientId, newSecret, newTenantId } from '../crypto/random-se
 import type { Db, Queryable } from '../db/db';
 import type { HostSyncCredential, ListPosition, Tenant, TenantChange, TenantKeys, TenantPage } from '../tenants/tenant';
 import { applyAction, type FreshSecrets, type TenantAction } from '../tenants/tenant-rules';
+import { ChannelRulesStore } from './channel-rules-store';
 import { FeedStore } from './feed-store';
 import { INSERT_TENANT, insertParams, normalizeRow, rowState, rowToTenant, TENANT_COLUMNS, UPDATE_TENANT, updateParams, withState, type TenantRow } from './tenant-row';
 
@@ -18,6 +19,8 @@ import { INSERT_TENANT, insertParams, normalizeRow, rowState, rowToTenant, TENAN
  */
 export class TenantStore {
   readonly feed: FeedStore;
+  /** Per-tenant channel rules; their writes share the feed and the tenant row lock. */
+  readonly channelRules: ChannelRulesStore;
 
   constructor(
     private readonly db: Db,
@@ -25,6 +28,7 @@ export class TenantStore {
     private readonly clock: Clock = systemClock,
   ) {
     this.feed = new FeedStore(db);
+    this.channelRules = new ChannelRulesStore(db, this.feed, clock);
   }
 
   async create(): Promise<TenantChange & { hostSyncSecret: string }> {

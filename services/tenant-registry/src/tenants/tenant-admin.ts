@@ -1,13 +1,20 @@
-import type { Logger } from '@service-relay/core';
+import type { ChannelRules, Logger } from '@service-relay/core';
+import type { TenantChannelRules } from '../store/channel-rules-store';
 import type { TenantStore } from '../store/tenant-store';
 import type { Propagation, PropagationResult } from './propagation';
-import type { ListPosition, Tenant, TenantChange, TenantPage } from './tenant';
+import type { CommittedChangeEvent, ListPosition, Tenant, TenantChange, TenantPage } from './tenant';
 import type { TenantAction } from './tenant-rules';
 
 export type { TenantAction };
 
 /** A committed change and whether it is in force everywhere (absent when no consumer is concerned). */
 export type AdminOutcome = TenantChange & { propagation?: PropagationResult };
+
+/** A committed channel rules change and whether it is in force everywhere. */
+export interface ChannelRulesOutcome {
+  rules: TenantChannelRules;
+  propagation: PropagationResult;
+}
 
 /**
  * Admin operations: the store commits the change together with its tenant
@@ -47,6 +54,19 @@ export class TenantAdmin {
     return propagation ? { ...change, propagation } : change;
   }
 
+  /** The tenant's channel rules (the default at version 0 when never set); undefined when the tenant does not exist. */
+  channelRules(tenantId: string): Promise<TenantChannelRules | undefined> {
+    return this.store.channelRules.get(tenantId);
+  }
+
+  /** Sets the tenant's channel rules (`null`: back to the default) and waits until every consumer applied them. */
+  async setChannelRules(tenantId: string, rules: ChannelRules | null): Promise<ChannelRulesOutcome | undefined> {
+    const change = await this.store.channelRules.set(tenantId, rules);
+    if (!change) return undefined;
+    this.logger.info({ tenant_id: tenantId, rules_version: change.rules.version, rules: change.rules.rules.channels.length, reset: rules === null, seq: change.event.seq }, 'channel rules changed');
+    return { rules: change.rules, propagation: await this.awaitInForce(tenantId, change.event) };
+  }
+
   private run(tenantId: string, action: TenantAction): Promise<TenantChange | undefined> {
     switch (action) {
       case 'disable':
@@ -65,11 +85,13 @@ export class TenantAdmin {
   }
 
   private async propagate(change: TenantChange): Promise<PropagationResult | undefined> {
-    const e = change.event;
-    if (!e) return undefined;
+    return change.event && this.awaitInForce(change.tenant.tenantId, change.event);
+  }
+
+  private async awaitInForce(tenantId: string, e: CommittedChangeEvent): Promise<PropagationResult> {
     const result = await this.propagation.awaitInForce(e.seq);
     this.onPropagated(result.confirmed, result.waitedMs / 1000);
-    const fields = { tenant_id: change.tenant.tenantId, kind: e.kind, seq: e.seq, waited_ms: result.waitedMs };
+    const fields = { tenant_id: tenantId, kind: e.kind, seq: e.seq, waited_ms: result.waitedMs };
     if (result.confirmed) this.logger.debug(fields, 'tenant change in force everywhere');
     else this.logger.warn({ ...fields, pending: result.pending.map((p) => p.consumerId) }, 'tenant change committed but not confirmed in force everywhere; consumers keep pulling it');
     return result;
