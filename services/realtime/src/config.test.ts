@@ -21,6 +21,10 @@ describe('loadConfig', () => {
       historyDir: resolve('.data/history'),
       idempotencyWindowS: 600,
       maxSubscriptions: 100,
+      publishRatePerS: 100,
+      publishBurst: 1000,
+      authFramesPerMinute: 10,
+      maxConnectionsPerTenant: 10_000,
       maxFrameBytes: 131_072,
       maxBufferedBytes: 4_194_304,
       tracing: { endpoint: undefined, sampler: 'parentbased_always_on', ratio: 1 },
@@ -39,8 +43,27 @@ describe('loadConfig', () => {
     [{ MAX_FRAME_BYTES: '1024' }, 'MAX_FRAME_BYTES'],
     [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
     [{ IDEMPOTENCY_WINDOW_S: '0' }, 'IDEMPOTENCY_WINDOW_S'],
+    [{ PUBLISH_RATE_PER_S: '0' }, 'PUBLISH_RATE_PER_S'],
+    [{ PUBLISH_BURST: '1.5' }, 'PUBLISH_BURST'],
+    [{ AUTH_FRAMES_PER_MINUTE: '10001' }, 'AUTH_FRAMES_PER_MINUTE'],
+    [{ MAX_CONNECTIONS_PER_TENANT: '-1' }, 'MAX_CONNECTIONS_PER_TENANT'],
   ])('names the bad variable (%o)', (env, variable) => {
     expect(() => loadConfig({ ...base, ...env }, { standalone: false })).toThrow(expect.objectContaining({ variable }) as ConfigError);
+  });
+
+  it.each([
+    ['MAX_SUBSCRIPTIONS', '0', 'between 1 and 100000'],
+    ['PUBLISH_RATE_PER_S', '0', 'between 1 and 1000000'],
+    ['PUBLISH_BURST', '2000000', 'between 1 and 1000000'],
+    ['AUTH_FRAMES_PER_MINUTE', '0', 'between 1 and 10000'],
+    ['MAX_CONNECTIONS_PER_TENANT', '0', 'between 1 and 10000000'],
+  ])('a limit out of range stops the start with its allowed range (%s=%s)', (variable, value, range) => {
+    expect(() => loadConfig({ ...base, [variable]: value }, { standalone: false })).toThrow(`configuration error: ${variable} must be ${range}, got ${value}`);
+  });
+
+  it('reads every limit from its variable', () => {
+    const c = loadConfig({ ...base, PUBLISH_RATE_PER_S: '5', PUBLISH_BURST: '7', AUTH_FRAMES_PER_MINUTE: '3', MAX_CONNECTIONS_PER_TENANT: '2', MAX_SUBSCRIPTIONS: '4' }, { standalone: false });
+    expect([c.publishRatePerS, c.publishBurst, c.authFramesPerMinute, c.maxConnectionsPerTenant, c.maxSubscriptions]).toEqual([5, 7, 3, 2, 4]);
   });
 
   it('puts the history journal under DATA_DIR unless HISTORY_DIR says otherwise', () => {

@@ -31,6 +31,13 @@ export interface RealtimeConfig {
   historyDir: string;
   idempotencyWindowS: number;
   maxSubscriptions: number;
+  /** docs/API.md "Limits": publish frames per second per connection (token bucket rate) and its burst. */
+  publishRatePerS: number;
+  publishBurst: number;
+  /** `auth` frames per minute per connection. */
+  authFramesPerMinute: number;
+  /** Open WebSocket connections per tenant across every realtime instance sharing REDIS_URL. */
+  maxConnectionsPerTenant: number;
   maxFrameBytes: number;
   maxBufferedBytes: number;
   /** OTEL_EXPORTER_OTLP_ENDPOINT and the sampler; off without an endpoint. */
@@ -57,6 +64,10 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
     historyDir: resolve(r.string('HISTORY_DIR', join(r.string('DATA_DIR', './.data'), 'history'))),
     idempotencyWindowS: r.int('IDEMPOTENCY_WINDOW_S', 600, 1, 7 * 86_400),
     maxSubscriptions: r.int('MAX_SUBSCRIPTIONS', 100, 1, 100_000),
+    publishRatePerS: r.int('PUBLISH_RATE_PER_S', 100, 1, 1_000_000),
+    publishBurst: r.int('PUBLISH_BURST', 1000, 1, 1_000_000),
+    authFramesPerMinute: r.int('AUTH_FRAMES_PER_MINUTE', 10, 1, 10_000),
+    maxConnectionsPerTenant: r.int('MAX_CONNECTIONS_PER_TENANT', 10_000, 1, 10_000_000),
     // The data limit is 64 KiB; a frame must be able to carry that plus its envelope.
     maxFrameBytes: r.int('MAX_FRAME_BYTES', 131_072, 70_000, 64 * 1024 * 1024),
     maxBufferedBytes: r.int('MAX_BUFFERED_BYTES', 4_194_304, 65_536, 1024 * 1024 * 1024),

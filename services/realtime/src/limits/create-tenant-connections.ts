@@ -1,0 +1,28 @@
+import { createRedis, type Logger, type RedisSettings } from '@service-relay/core';
+import type { Scheduler } from '../realtime/scheduler';
+import { MemoryTenantConnections } from './memory-tenant-connections';
+import { RedisTenantConnections } from './redis-tenant-connections';
+import type { TenantConnections } from './tenant-connections';
+
+export interface TenantConnectionsOptions {
+  limit: number;
+  scheduler: Scheduler;
+  logger: Logger;
+}
+
+/** Picks the driver by REDIS_URL: shared across instances on Redis, in this process otherwise. */
+export function createTenantConnections(redis: Readonly<RedisSettings>, opts: TenantConnectionsOptions): TenantConnections {
+  if (redis.url === undefined) return new MemoryTenantConnections(opts.limit);
+  const client = createRedis(redis.url, { connectionName: 'realtime-tenant-connections' });
+  // Failures are handled per call (the per-instance fallback); ioredis would log every reconnect attempt otherwise.
+  client.on('error', () => {});
+  const counter = new RedisTenantConnections({ redis: client, prefix: redis.prefix, limit: opts.limit, scheduler: opts.scheduler, logger: opts.logger });
+  return {
+    limit: counter.limit,
+    acquire: (tenantId) => counter.acquire(tenantId),
+    async close() {
+      await counter.close();
+      await client.quit().catch(() => client.disconnect());
+    },
+  };
+}

@@ -1,0 +1,57 @@
+import type { Admission, TenantConnections } from './tenant-connections';
+
+/**
+ * Counts in this process: the driver without REDIS_URL (every service in one
+ * process, so this count is the whole count), and the Redis driver's local
+ * bookkeeping.
+ */
+export class MemoryTenantConnections implements TenantConnections {
+  private readonly counts = new Map<string, number>();
+
+  constructor(readonly limit: number) {}
+
+  /** Slots this process holds for a tenant. */
+  held(tenantId: string): number {
+    return this.counts.get(tenantId) ?? 0;
+  }
+
+  /** Every tenant with a slot here, with its count. */
+  entries(): IterableIterator<[string, number]> {
+    return this.counts.entries();
+  }
+
+  acquire(tenantId: string): Promise<Admission> {
+    return Promise.resolve(this.acquireNow(tenantId));
+  }
+
+  acquireNow(tenantId: string): Admission {
+    if (this.held(tenantId) >= this.limit) return { ok: false, limit: this.limit };
+    return { ok: true, slot: this.take(tenantId) };
+  }
+
+  /** Takes a slot without checking the limit (the caller decided). */
+  take(tenantId: string, onRelease?: (tenantId: string) => void): { release(): void } {
+    this.counts.set(tenantId, this.held(tenantId) + 1);
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.untake(tenantId);
+        onRelease?.(tenantId);
+      },
+    };
+  }
+
+  /** Gives back one slot taken with take() (a refused reservation). */
+  untake(tenantId: string): void {
+    const n = this.held(tenantId) - 1;
+    if (n <= 0) this.counts.delete(tenantId);
+    else this.counts.set(tenantId, n);
+  }
+
+  close(): Promise<void> {
+    this.counts.clear();
+    return Promise.resolve();
+  }
+}

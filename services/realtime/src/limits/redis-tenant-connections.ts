@@ -1,0 +1,213 @@
+import { randomUUID } from 'node:crypto';
+import { withTimeout, type Logger, type Redis } from '@service-relay/core';
+import type { Scheduler } from '../realtime/scheduler';
+import { MemoryTenantConnections } from './memory-tenant-connections';
+import type { Admission, TenantConnections } from './tenant-connections';
+
+/**
+ * One hash per tenant; a field per instance holding `<count>:<deadline ms>`.
+ * Only fields whose deadline is still ahead count, so a SIGKILLed instance's
+ * connections stop counting one TTL after its last heartbeat; a dead field is
+ * deleted by the next acquire that sees it.
+ *
+ * KEYS: the tenant's hash. ARGV: instance id, proposed own count, now ms,
+ * own deadline ms, limit, key ttl ms. Returns {admitted 0|1, others' count}.
+ */
+const ACQUIRE_SCRIPT = `
+local now = tonumber(ARGV[3])
+local others = 0
+local entries = redis.call('HGETALL', KEYS[1])
+for i = 1, #entries, 2 do
+  if entries[i] ~= ARGV[1] then
+    local v = entries[i + 1]
+    local sep = string.find(v, ':', 1, true)
+    local deadline = sep and tonumber(string.sub(v, sep + 1)) or 0
+    if deadline <= now then
+      redis.call('HDEL', KEYS[1], entries[i])
+    else
+      others = others + (tonumber(string.sub(v, 1, sep - 1)) or 0)
+    end
+  end
+end
+if others + tonumber(ARGV[2]) > tonumber(ARGV[5]) then return {0, others} end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+return {1, others}
+`;
+
+/** KEYS: the tenant's hash. ARGV: instance id, own count, own deadline ms, key ttl ms. A count of 0 removes the field. */
+const SET_SCRIPT = `
+if tonumber(ARGV[2]) <= 0 then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  return 0
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+`;
+
+type Commands = Redis & {
+  relayTenantAcquire(key: string, instance: string, own: number, now: number, deadline: number, limit: number, keyTtlMs: number): Promise<[number, number]>;
+  relayTenantSet(key: string, instance: string, own: number, deadline: number, keyTtlMs: number): Promise<number>;
+};
+
+export interface RedisTenantConnectionsOptions {
+  redis: Redis;
+  /** REDIS_PREFIX. */
+  prefix: string;
+  limit: number;
+  /** Deadlines and heartbeats run on this clock. */
+  scheduler: Scheduler;
+  logger: Logger;
+  /** How often this instance re-writes its counts (default 10 s). */
+  heartbeatMs?: number;
+  /** How long a count stands without a heartbeat (default 30 s: three missed beats). */
+  ttlMs?: number;
+  /** A Redis call slower than this is treated as Redis being down (default 1 s). */
+  deadlineMs?: number;
+  /** Tests tell instances apart; a fresh random id otherwise. */
+  instanceId?: string;
+}
+
+/**
+ * The per-tenant count across every realtime instance on one Redis. Each
+ * instance writes only its own field, always the absolute count it holds
+ * (never an increment), so a lost write is repaired by the next one and the
+ * heartbeat re-asserts the truth.
+ *
+ * While Redis cannot answer, admission falls back to this instance's own
+ * count against the same limit (fail open to a per-instance limit, like the
+ * gateway's rate limits): a counter outage must not refuse every new
+ * connection of every tenant. Once Redis answers again the next heartbeat
+ * restores the shared count; connections admitted meanwhile stay.
+ */
+export class RedisTenantConnections implements TenantConnections {
+  readonly limit: number;
+  private readonly redis: Commands;
+  private readonly local: MemoryTenantConnections;
+  private readonly instanceId: string;
+  private readonly heartbeatMs: number;
+  private readonly ttlMs: number;
+  private readonly deadlineMs: number;
+  private cancelBeat: () => void = () => {};
+  private degraded = false;
+  private closed = false;
+
+  constructor(private readonly opts: RedisTenantConnectionsOptions) {
+    this.limit = opts.limit;
+    this.local = new MemoryTenantConnections(opts.limit);
+    this.instanceId = opts.instanceId ?? randomUUID();
+    this.heartbeatMs = opts.heartbeatMs ?? 10_000;
+    this.ttlMs = opts.ttlMs ?? 30_000;
+    this.deadlineMs = opts.deadlineMs ?? 1000;
+    if (this.ttlMs <= this.heartbeatMs) throw new Error('the count TTL must be longer than the heartbeat');
+    opts.redis.defineCommand('relayTenantAcquire', { numberOfKeys: 1, lua: ACQUIRE_SCRIPT });
+    opts.redis.defineCommand('relayTenantSet', { numberOfKeys: 1, lua: SET_SCRIPT });
+    this.redis = opts.redis as Commands;
+    this.armHeartbeat();
+  }
+
+  async acquire(tenantId: string): Promise<Admission> {
+    const heldBefore = this.local.held(tenantId);
+    // Reserved before the call, so concurrent acquires of one tenant propose distinct counts.
+    const slot = this.local.take(tenantId, (t) => this.write(t));
+    const own = heldBefore + 1;
+    if (this.redis.status === 'ready') {
+      try {
+        const now = this.opts.scheduler.now();
+        const [admitted] = await withTimeout(
+          this.redis.relayTenantAcquire(this.key(tenantId), this.instanceId, own, now, now + this.ttlMs, this.limit, this.keyTtlMs()),
+          this.deadlineMs,
+        );
+        if (this.degraded) {
+          this.recovered();
+          // Writes skipped during the outage: the shared count is stale until re-asserted.
+          void this.heartbeat();
+        }
+        if (admitted === 1) return { ok: true, slot };
+        this.local.untake(tenantId);
+        return { ok: false, limit: this.limit };
+      } catch (err) {
+        this.opts.logger.debug({ err: (err as Error).message }, 'tenant connection count: redis call failed');
+      }
+    }
+    this.degrade();
+    if (own <= this.limit) return { ok: true, slot };
+    this.local.untake(tenantId);
+    return { ok: false, limit: this.limit };
+  }
+
+  /** Re-writes every count this instance holds, with a fresh deadline. */
+  async heartbeat(): Promise<void> {
+    if (this.redis.status !== 'ready') return this.degrade();
+    const now = this.opts.scheduler.now();
+    const pipeline = this.redis.pipeline() as ReturnType<Redis['pipeline']> & { relayTenantSet: Commands['relayTenantSet'] };
+    let n = 0;
+    for (const [tenantId, count] of this.local.entries()) {
+      void pipeline.relayTenantSet(this.key(tenantId), this.instanceId, count, now + this.ttlMs, this.keyTtlMs());
+      n++;
+    }
+    if (n === 0) return this.recovered();
+    try {
+      const results = (await withTimeout(pipeline.exec(), this.deadlineMs)) ?? [];
+      if (results.some(([err]) => err)) throw results.find(([err]) => err)![0]!;
+      this.recovered();
+    } catch (err) {
+      this.opts.logger.debug({ err: (err as Error).message }, 'tenant connection heartbeat failed');
+      this.degrade();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.cancelBeat();
+    const held = [...this.local.entries()].map(([t]) => t);
+    await this.local.close();
+    // Anything still held goes now, not one TTL later.
+    if (held.length > 0 && this.redis.status === 'ready') {
+      const pipeline = this.redis.pipeline();
+      for (const t of held) void pipeline.hdel(this.key(t), this.instanceId);
+      await withTimeout(pipeline.exec(), this.deadlineMs).catch(() => {});
+    }
+  }
+
+  private write(tenantId: string): void {
+    if (this.closed || this.redis.status !== 'ready') return;
+    const count = this.local.held(tenantId);
+    const deadline = this.opts.scheduler.now() + this.ttlMs;
+    this.redis.relayTenantSet(this.key(tenantId), this.instanceId, count, deadline, this.keyTtlMs()).catch((err: unknown) => {
+      // The heartbeat writes it again.
+      this.opts.logger.debug({ err: (err as Error).message }, 'tenant connection release not written');
+    });
+  }
+
+  private armHeartbeat(): void {
+    if (this.closed) return;
+    this.cancelBeat = this.opts.scheduler.at(this.opts.scheduler.now() + this.heartbeatMs, () => {
+      void this.heartbeat().finally(() => this.armHeartbeat());
+    });
+  }
+
+  private key(tenantId: string): string {
+    // The hash tag keeps a tenant's key on one slot should Redis be a cluster.
+    return `${this.opts.prefix}tenant-conns:{${tenantId}}`;
+  }
+
+  /** The whole hash goes once no instance has written for two TTLs (real time, Redis's clock). */
+  private keyTtlMs(): number {
+    return 2 * this.ttlMs;
+  }
+
+  private degrade(): void {
+    if (this.degraded) return;
+    this.degraded = true;
+    this.opts.logger.warn({ limit: this.limit }, 'tenant connection count: redis unavailable; MAX_CONNECTIONS_PER_TENANT holds per instance until it is back');
+  }
+
+  private recovered(): void {
+    if (!this.degraded) return;
+    this.degraded = false;
+    this.opts.logger.info('tenant connection count back on redis');
+  }
+}

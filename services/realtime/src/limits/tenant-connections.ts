@@ -1,0 +1,23 @@
+/** A slot for one connection of a tenant; release() is idempotent. */
+export interface TenantSlot {
+  release(): void;
+}
+
+export type Admission = { ok: true; slot: TenantSlot } | { ok: false; limit: number };
+
+/**
+ * Open WebSocket connections per tenant, counted across every realtime
+ * instance (MAX_CONNECTIONS_PER_TENANT). Drivers: memory-tenant-connections.ts
+ * (one process), redis-tenant-connections.ts (shared); factory:
+ * create-tenant-connections.ts; behaviour: tenant-connections.contract.ts.
+ */
+export interface TenantConnections {
+  readonly limit: number;
+  /** Takes a slot, or refuses when the tenant already holds `limit` connections. */
+  acquire(tenantId: string): Promise<Admission>;
+  /** Gives back every slot this instance holds (a clean stop) and stops its timers. */
+  close(): Promise<void>;
+}
+
+/** What a refused client is told to wait, at least, before it tries again (slots free as other clients leave). */
+export const TENANT_LIMIT_RETRY_AFTER_MS = 5000;
