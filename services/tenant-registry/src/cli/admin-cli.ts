@@ -5,4 +5,24 @@ import { loadCliConfig } from './config';
 process.exitCode = await runAdminCli(process.argv.slice(2), loadCliConfig(), {
   out: (text) => process.stdout.write(`${text}\n`),
   err: (text) => process.stderr.write(`${text}\n`),
+  // Touched only by `rules set` without a file: opening stdin for other commands would be wasted work.
+  stdin: {
+    get isTTY() {
+      return process.stdin.isTTY === true;
+    },
+    read: () => readAll(process.stdin),
+  },
 });
+
+/** Stops reading a little past the largest document the registry takes: the CLI refuses it by size. */
+async function readAll(stream: NodeJS.ReadableStream, max = 256 * 1024): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
+    chunks.push(buf);
+    size += buf.length;
+    if (size > max) break;
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,8 +1,12 @@
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import type { CliConfig } from './config';
 
 export interface CliOutput {
   out(text: string): void;
   err(text: string): void;
+  /** Standard input, for `rules set` without a file; absent: there is none. */
+  stdin?: { isTTY: boolean; read(): Promise<string> };
 }
 
 interface CliRequest {
@@ -10,12 +14,19 @@ interface CliRequest {
   path: string;
   /** The tenant id the command names, for error messages. */
   tenant?: string | undefined;
+  /** A JSON body (`rules set`). */
+  body?: string;
+}
+
+interface CommandContext {
+  io: CliOutput;
+  workDir: string;
 }
 
 interface Command {
   args: string;
   help: string;
-  request(args: string[]): CliRequest;
+  request(args: string[], ctx: CommandContext): CliRequest | Promise<CliRequest>;
 }
 
 const tenantPath = (suffix: string) => (args: string[]) => ({ method: 'POST', path: `/admin/tenants/${encodeURIComponent(args[0]!)}${suffix}`, tenant: args[0] });
@@ -30,6 +41,11 @@ export const COMMANDS: Record<string, Command> = {
   'expire-previous': { args: 'ID', help: 'stop accepting the previous JWT secret', request: tenantPath('/jwt_secret/expire_previous') },
   'revoke-all': { args: 'ID', help: 'incident: new primary, no previous, new host-sync secret', request: tenantPath('/jwt_secret/revoke_all') },
   'rotate-host-sync': { args: 'ID', help: 'new host-sync client secret (printed once)', request: tenantPath('/host_sync/rotate') },
+  rules: {
+    args: 'get|set|reset ID [--file F]',
+    help: "a tenant's channel rules: show them, set them from a JSON file (or stdin), reset to the default",
+    request: rulesRequest,
+  },
   audit: {
     args: '[--tenant ID] [--limit N] [--cursor C]',
     help: 'the admin audit log, newest first',
@@ -68,6 +84,48 @@ function listRequest(name: string, path: string, flags: Record<string, string>) 
   };
 }
 
+/** `rules get|reset ID`, `rules set ID [--file F]` (F `-` or no --file: standard input, which must not be a terminal). */
+async function rulesRequest(args: string[], ctx: CommandContext): Promise<CliRequest> {
+  const [sub, id, ...rest] = args;
+  if (sub !== 'get' && sub !== 'set' && sub !== 'reset') throw new UsageError('rules takes get, set or reset, then a tenant id');
+  if (id === undefined || id.startsWith('--')) throw new UsageError(`rules ${sub} takes a tenant id`);
+  const path = `/admin/tenants/${encodeURIComponent(id)}/channel_rules`;
+  if (sub !== 'set') {
+    if (rest.length !== 0) throw new UsageError(`rules ${sub} takes exactly one tenant id`);
+    return { method: sub === 'get' ? 'GET' : 'DELETE', path, tenant: id };
+  }
+  let file = '-';
+  if (rest.length === 2 && rest[0] === '--file') file = rest[1]!;
+  else if (rest.length !== 0) throw new UsageError('rules set takes a tenant id and optionally --file F (a JSON rules document; without it, or with F "-", standard input)');
+  const body = await readDocument(file, ctx);
+  try {
+    JSON.parse(body);
+  } catch (err) {
+    throw new UsageError(`${file === '-' ? 'standard input' : file} is not JSON (${(err as Error).message})`);
+  }
+  return { method: 'PUT', path, tenant: id, body };
+}
+
+/** Bounded like the registry's body limit, so a wrong file fails here and not halfway through an upload. */
+const MAX_DOCUMENT_BYTES = 128 * 1024;
+
+async function readDocument(file: string, ctx: CommandContext): Promise<string> {
+  let text: string;
+  if (file === '-') {
+    const stdin = ctx.io.stdin;
+    if (!stdin || stdin.isTTY) throw new UsageError('rules set needs --file F, or the document on standard input (a pipe or a redirect, not a terminal)');
+    text = await stdin.read();
+  } else {
+    try {
+      text = await readFile(resolve(ctx.workDir, file), 'utf8');
+    } catch (err) {
+      throw new UsageError(`cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+  }
+  if (Buffer.byteLength(text) > MAX_DOCUMENT_BYTES) throw new UsageError(`the rules document is over ${MAX_DOCUMENT_BYTES / 1024} KiB`);
+  return text;
+}
+
 /**
  * Runs one command; returns the exit code: 0 ok, 1 the registry refused or is
  * unreachable, 2 bad usage, 3 committed but not confirmed in force everywhere.
@@ -84,7 +142,7 @@ export async function runAdminCli(argv: string[], config: CliConfig, io: CliOutp
   try {
     if (command.args === 'ID' && args.length !== 1) throw new UsageError(`${name} takes exactly one tenant id`);
     if (command.args === '' && args.length !== 0) throw new UsageError(`${name} takes no arguments`);
-    request = command.request(args);
+    request = await command.request(args, { io, workDir: config.workDir ?? process.cwd() });
   } catch (err) {
     if (err instanceof UsageError) return usageError(io, err.message);
     throw err;
@@ -98,7 +156,8 @@ export async function runAdminCli(argv: string[], config: CliConfig, io: CliOutp
   try {
     res = await fetch(`${config.registryUrl}${request.path}`, {
       method: request.method,
-      headers: { authorization: `Bearer ${config.adminToken}` },
+      headers: { authorization: `Bearer ${config.adminToken}`, ...(request.body !== undefined && { 'content-type': 'application/json' }) },
+      ...(request.body !== undefined && { body: request.body }),
       signal: AbortSignal.timeout(10_000),
     });
   } catch (err) {
@@ -118,10 +177,10 @@ export async function runAdminCli(argv: string[], config: CliConfig, io: CliOutp
     io.out(JSON.stringify(body, null, 2));
     return 0;
   }
-  const unconfirmed = body as { errors?: unknown; tenant?: unknown; pending_consumers?: Array<{ consumer_id?: unknown }> } | undefined;
+  const unconfirmed = body as { errors?: unknown; tenant?: unknown; channel_rules?: unknown; pending_consumers?: Array<{ consumer_id?: unknown }> } | undefined;
   if (res.status === 503 && Array.isArray(unconfirmed?.errors) && unconfirmed.errors[0] === 'change_not_propagated') {
     // Committed: the view (and any new host-sync secret, shown only here) must not be lost.
-    io.out(JSON.stringify(unconfirmed.tenant, null, 2));
+    io.out(JSON.stringify(unconfirmed.tenant ?? unconfirmed.channel_rules, null, 2));
     const pending = (unconfirmed.pending_consumers ?? []).map((c) => String(c.consumer_id)).join(', ');
     io.err(
       `warning: the change is committed but not yet confirmed in force everywhere (503 change_not_propagated; waiting on: ${pending || 'unknown'}). ` +
@@ -143,6 +202,8 @@ function describeFailure(status: number, body: unknown, id: string | undefined):
       return `no tenant ${id} (404 tenant_not_found)`;
     case 'invalid_tenant_id':
       return `${JSON.stringify(id)} is not a tenant id (400 invalid_tenant_id)`;
+    case 'invalid_channel_rules':
+      return `the registry refused the rules document (400 invalid_channel_rules): ${String((body as { problem?: unknown }).problem ?? 'no reason given')}`;
     default:
       return `the registry answered ${status}${code ? ` ${code}` : ''}`;
   }

@@ -8,6 +8,8 @@ export interface CliConfig {
   adminToken: string | undefined;
   /** Where the token was looked for, for the error message when it is missing. */
   secretsFile: string;
+  /** Where relative file arguments are read from: the operator's directory (npm runs scripts from the repository root). */
+  workDir?: string;
 }
 
 /** The admin CLI's settings: the only env reading of the CLI. */
@@ -16,5 +18,5 @@ export function loadCliConfig(env: Env = process.env): CliConfig {
   const secretsFile = join(resolve(env.DATA_DIR || './.data'), 'secrets.env');
   let adminToken = env.ADMIN_TOKEN || undefined;
   if (adminToken === undefined && existsSync(secretsFile)) adminToken = parseEnvFile(readFileSync(secretsFile, 'utf8')).ADMIN_TOKEN || undefined;
-  return { registryUrl, adminToken, secretsFile };
+  return { registryUrl, adminToken, secretsFile, workDir: env.INIT_CWD || process.cwd() };
 }
