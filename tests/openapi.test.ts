@@ -1,0 +1,201 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basic, signWithJose, type CreatedTenant } from './support/host';
+import { OpenApiContract } from './support/openapi';
+import { REPO_ROOT } from './support/processes';
+import { startStack, type Stack } from './support/stack';
+import { SignJWT } from 'jose';
+
+const DOC = join(REPO_ROOT, 'docs', 'openapi.yaml');
+const NIL_TENANT = '00000000-0000-4000-8000-000000000000';
+
+/**
+ * docs/openapi.yaml against the distributed deployment (every service its own
+ * process): the document is valid OpenAPI 3.1, and every answer below — errors
+ * included — has a documented status, body and headers. Every documented
+ * operation is called at least once.
+ */
+describe('docs/openapi.yaml against the running services', () => {
+  let stack: Stack;
+  let contract: OpenApiContract;
+  let tenant: CreatedTenant;
+  let secret: string;
+  let token: string;
+
+  beforeAll(async () => {
+    contract = await OpenApiContract.load(DOC);
+    stack = await startStack();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  // The documented servers are npm start's; here each call goes to the stack's gateway or registry.
+  const base = (template: string) => (contract.serverOf(template).endsWith(':8082') ? stack.registryUrl : stack.gatewayUrl);
+  const call = (method: string, template: string, opts: Parameters<OpenApiContract['call']>[3] = {}) => contract.call(base(template), method, template, opts);
+  const admin = () => ({ authorization: `Bearer ${stack.adminToken}` });
+  const user = (t = token) => ({ authorization: `Bearer ${t}` });
+  const json = { 'content-type': 'application/json' };
+  const errors = (a: { body: unknown }) => (a.body as { errors: string[] }).errors;
+
+  it('is a valid OpenAPI 3.1 document', () => {
+    expect(contract.doc.openapi).toBe('3.1.0');
+    expect(contract.operations().length).toBeGreaterThan(10);
+  });
+
+  it('admin API: tenants, their changes, the audit log, and every refusal', async () => {
+    expect((await call('POST', '/admin/tenants')).status).toBe(401);
+    expect((await call('POST', '/admin/tenants', { headers: { authorization: 'Bearer nope' } })).status).toBe(401);
+    expect(errors(await call('POST', '/admin/tenants', { headers: { ...admin(), ...json }, body: '{"name":"x"}' }))).toEqual(['invalid_body']);
+    expect((await call('POST', '/admin/tenants', { headers: { ...admin(), ...json }, body: `{"pad":"${'x'.repeat(2000)}"}` })).status).toBe(413);
+    const created = await call('POST', '/admin/tenants', { headers: admin() });
+    expect(created.status).toBe(201);
+    tenant = created.body as CreatedTenant;
+    const other = (await call('POST', '/admin/tenants', { headers: { ...admin(), ...json }, body: '{}' })).body as CreatedTenant;
+
+    const page = await call('GET', '/admin/tenants', { headers: admin(), query: { limit: '1' } });
+    expect(page.status).toBe(200);
+    const next = (page.body as { next_cursor: string }).next_cursor;
+    expect((await call('GET', '/admin/tenants', { headers: admin(), query: { limit: '100', cursor: next } })).status).toBe(200);
+    const badPages: Array<Record<string, string>> = [{ limit: '0' }, { limit: '101' }, { limit: 'x' }, { cursor: 'not a cursor' }, { cursor: 'WyJ4Il0' }];
+    for (const query of badPages) {
+      expect(errors(await call('GET', '/admin/tenants', { headers: admin(), query }))).toEqual(['invalid_query']);
+    }
+
+    expect((await call('GET', '/admin/tenants/{tenant_id}', { headers: admin(), params: { tenant_id: tenant.tenant_id } })).status).toBe(200);
+    expect(errors(await call('GET', '/admin/tenants/{tenant_id}', { headers: admin(), params: { tenant_id: 'not-a-uuid' } }))).toEqual(['invalid_tenant_id']);
+    expect(errors(await call('GET', '/admin/tenants/{tenant_id}', { headers: admin(), params: { tenant_id: NIL_TENANT } }))).toEqual(['tenant_not_found']);
+    expect((await call('GET', '/admin/tenants/{tenant_id}', { params: { tenant_id: tenant.tenant_id } })).status).toBe(401);
+    expect((await call('GET', '/admin/tenants')).status).toBe(401);
+
+    // Every change, on the second tenant; refusals on the first route of each kind.
+    const changes = ['disable', 'enable', 'jwt_secret/rotate', 'jwt_secret/expire_previous', 'jwt_secret/revoke_all', 'host_sync/rotate'];
+    for (const change of changes) {
+      const template = `/admin/tenants/{tenant_id}/${change}`;
+      const ok = await call('POST', template, { headers: admin(), params: { tenant_id: other.tenant_id } });
+      expect(ok.status, change).toBe(200);
+      expect(errors(await call('POST', template, { headers: admin(), params: { tenant_id: NIL_TENANT } }))).toEqual(['tenant_not_found']);
+      expect(errors(await call('POST', template, { headers: admin(), params: { tenant_id: 'nope' } }))).toEqual(['invalid_tenant_id']);
+      expect((await call('POST', template, { params: { tenant_id: other.tenant_id } })).status).toBe(401);
+    }
+    expect(errors(await call('POST', '/admin/tenants/{tenant_id}/disable', { headers: { ...admin(), ...json }, params: { tenant_id: other.tenant_id }, body: '[1]' }))).toEqual(['invalid_body']);
+    expect((await call('POST', '/admin/tenants/{tenant_id}/disable', { headers: { ...admin(), ...json }, params: { tenant_id: other.tenant_id }, body: `"${'x'.repeat(2000)}"` })).status).toBe(413);
+
+    const audit = await call('GET', '/admin/audit', { headers: admin(), query: { tenant_id: other.tenant_id, limit: '100' } });
+    expect(audit.status).toBe(200);
+    expect((audit.body as { entries: Array<{ action: string }> }).entries.map((e) => e.action)).toContain('revoke_all');
+    expect((await call('GET', '/admin/audit', { headers: admin() })).status).toBe(200);
+    expect(errors(await call('GET', '/admin/audit', { headers: admin(), query: { tenant_id: 'NOT-A-UUID' } }))).toEqual(['invalid_tenant_id']);
+    expect(errors(await call('GET', '/admin/audit', { headers: admin(), query: { limit: '1000' } }))).toEqual(['invalid_query']);
+    expect(errors(await call('GET', '/admin/audit', { headers: admin(), query: { cursor: '!' } }))).toEqual(['invalid_query']);
+    expect((await call('GET', '/admin/audit')).status).toBe(401);
+
+    // Outside the operations: another method, an unknown path.
+    const wrongMethod = await contract.callExpecting(stack.registryUrl, 'DELETE', '/admin/tenants', 'MethodNotAllowed', { headers: admin() });
+    expect(wrongMethod.headers.get('allow')).toBe('GET, POST');
+    await contract.callExpecting(stack.registryUrl, 'GET', '/admin/nothing-here', 'NotFound', { headers: admin() });
+  });
+
+  it('host API: the secret fetch, its byte-identical refusal, the body limit and the rate limit', async () => {
+    const fetchPath = '/api/host/tenants/{tenant_id}/jwt_secret/fetch';
+    const ok = await call('POST', fetchPath, { params: { tenant_id: tenant.tenant_id }, headers: { authorization: basic(tenant.host_sync_client_id, tenant.host_sync_client_secret) } });
+    expect(ok.status).toBe(200);
+    secret = (ok.body as { jwt_secret_primary: string }).jwt_secret_primary;
+    const refusals = [
+      await call('POST', fetchPath, { params: { tenant_id: tenant.tenant_id }, headers: { authorization: basic(tenant.host_sync_client_id, 'wrong') } }),
+      await call('POST', fetchPath, { params: { tenant_id: tenant.tenant_id } }),
+      await call('POST', fetchPath, { params: { tenant_id: '%ZZ' }, headers: { authorization: basic(tenant.host_sync_client_id, tenant.host_sync_client_secret) } }),
+    ];
+    for (const r of refusals) expect([r.status, r.text]).toEqual([401, refusals[0]!.text]);
+    expect((await call('POST', fetchPath, { params: { tenant_id: tenant.tenant_id }, headers: { ...json, authorization: basic(tenant.host_sync_client_id, tenant.host_sync_client_secret) }, body: 'x'.repeat(5000) })).status).toBe(413);
+
+    // HOST_FETCH_RATE_LIMIT (60) failures a minute for one tenant id from one address, then 429.
+    const guessed = randomUUID();
+    let last = 0;
+    for (let i = 0; i < 61 && last !== 429; i++) last = (await call('POST', fetchPath, { params: { tenant_id: guessed }, headers: { authorization: basic('guess', 'guess') } })).status;
+    expect(last).toBe(429);
+
+    const wrongMethod = await contract.callExpecting(stack.gatewayUrl, 'GET', `/api/host/tenants/${tenant.tenant_id}/jwt_secret/fetch`, 'MethodNotAllowed');
+    expect(wrongMethod.headers.get('allow')).toBe('POST');
+  });
+
+  it('tenant REST API: me, publish, history, and every refusal a client can cause', async () => {
+    const userId = randomUUID();
+    token = await signWithJose(secret, tenant.tenant_id, userId);
+    const me = await call('GET', '/api/v1/me', { headers: user() });
+    expect(me.body).toMatchObject({ tenant_id: tenant.tenant_id, user_id: userId });
+    expect((await call('GET', '/api/v1/me')).status).toBe(401);
+    // The checker itself: a 200 checked against the 401's documentation is refused.
+    await expect(contract.callExpecting(stack.gatewayUrl, 'GET', '/api/v1/me', 'InvalidToken', { headers: user() })).rejects.toThrow(/missing|does not match/);
+    expect((await call('GET', '/api/v1/me', { headers: user('not.a.token') })).status).toBe(401);
+
+    const messages = '/api/v1/channels/{channel}/messages';
+    const general = { channel: 'general' };
+    const published = await call('POST', messages, { params: general, headers: { ...user(), ...json, 'idempotency-key': 'k-1' }, body: '{"data":{"text":"hi"}}' });
+    expect(published.status).toBe(201);
+    const again = await call('POST', messages, { params: general, headers: { ...user(), ...json, 'idempotency-key': 'k-1' }, body: '{"data":{"text":"hi"}}' });
+    expect((again.body as { id: string }).id).toBe((published.body as { id: string }).id);
+    for (const [params, headers, body, code] of [
+      [{ channel: 'x'.repeat(129) }, {}, '{"data":1}', 'invalid_channel'],
+      [{ channel: 'with%20space' }, {}, '{"data":1}', 'invalid_channel'],
+      [general, {}, 'not json', 'invalid_body'],
+      [general, {}, '{"text":"no data member"}', 'invalid_body'],
+      [general, {}, `{"data":${'['.repeat(65)}${']'.repeat(65)}}`, 'invalid_body'],
+      [general, { 'idempotency-key': 'has space' }, '{"data":1}', 'invalid_body'],
+    ] as const) {
+      expect(errors(await call('POST', messages, { params, headers: { ...user(), ...json, ...headers }, body }))).toEqual([code]);
+    }
+    // Over 64 KiB of data but within the gateway's coarse limit: realtime's exact rule answers.
+    expect(errors(await call('POST', messages, { params: general, headers: { ...user(), ...json }, body: `{"data":"${'x'.repeat(65_537)}"}` }))).toEqual(['payload_too_large']);
+    expect((await call('POST', messages, { params: general, headers: json, body: '{"data":1}' })).status).toBe(401);
+
+    const latest = await call('GET', messages, { params: general, headers: user() });
+    expect((latest.body as { messages: unknown[] }).messages).toHaveLength(1);
+    const recovered = await call('GET', messages, { params: general, headers: user(), query: { after: '0-0', limit: '100' } });
+    expect(recovered.body).toMatchObject({ recovered: true });
+    const epoch = (recovered.body as { epoch: string }).epoch;
+    const lost = await call('GET', messages, { params: general, headers: user(), query: { after: '0-0', epoch: `${epoch}x` } });
+    // An epoch that is not the current one: never recovered (too_old here, since 0-0 is older than any TTL).
+    expect(lost.body).toMatchObject({ recovered: false });
+    const badQueries: Array<Record<string, string>> = [{ limit: '0' }, { limit: '101' }, { after: 'abc' }, { after: '0-0', epoch: 'not/ok' }];
+    for (const query of badQueries) {
+      expect(errors(await call('GET', messages, { params: general, headers: user(), query }))).toEqual(['invalid_query']);
+    }
+    expect(errors(await call('GET', messages, { params: { channel: 'x'.repeat(129) }, headers: user() }))).toEqual(['invalid_channel']);
+    expect((await call('GET', messages, { params: general })).status).toBe(401);
+
+    // A token whose cap allows only history on `lobby`.
+    const capped = await new SignJWT({ tenant_id: tenant.tenant_id, user_id: userId, cap: { lobby: ['history'] } })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: tenant.tenant_id })
+      .setIssuer('service-relay')
+      .setAudience('service-relay')
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(secret));
+    expect(errors(await call('POST', messages, { params: { channel: 'lobby' }, headers: { ...user(capped), ...json }, body: '{"data":1}' }))).toEqual(['forbidden_channel']);
+    expect(errors(await call('GET', messages, { params: general, headers: user(capped) }))).toEqual(['forbidden_channel']);
+    expect(errors(await call('GET', messages, { params: { channel: `user:${randomUUID()}` }, headers: user() }))).toEqual(['forbidden_channel']);
+
+    await contract.callExpecting(stack.gatewayUrl, 'GET', '/api/v1/nothing-here', 'NotFound', { headers: user() });
+    await contract.callExpecting(stack.gatewayUrl, 'POST', '/api/v1/me', 'MethodNotAllowed', { headers: user() });
+    await contract.callExpecting(stack.gatewayUrl, 'GET', '/nothing-here', 'NotFound');
+  });
+
+  it('answers the documented 502 with realtime down and 503 with the verifier down', async () => {
+    for (const name of ['realtime1', 'realtime2']) await stack.processes[name]!.stop();
+    // The token is in the gateway's verification cache: only realtime is missing.
+    expect(errors(await call('GET', '/api/v1/me', { headers: user() }))).toEqual(['upstream_unavailable']);
+    expect(errors(await call('POST', '/api/v1/channels/{channel}/messages', { params: { channel: 'general' }, headers: { ...user(), ...json }, body: '{"data":1}' }))).toEqual(['upstream_unavailable']);
+    for (const name of ['verifier1', 'verifier2']) await stack.processes[name]!.stop();
+    const fresh = await signWithJose(secret, tenant.tenant_id, randomUUID());
+    expect(errors(await call('GET', '/api/v1/me', { headers: user(fresh) }))).toEqual(['auth_unavailable']);
+    expect(errors(await call('GET', '/api/v1/channels/{channel}/messages', { params: { channel: 'general' }, headers: user(fresh) }))).toEqual(['auth_unavailable']);
+  });
+
+  it('every documented operation was called', () => {
+    const missed = contract.operations().filter((op) => !contract.exercised.has(op));
+    expect(missed).toEqual([]);
+    // Statuses no test can provoke here (500, 504, a PostgreSQL outage, change_not_propagated) are listed, not required.
+    console.info(`openapi: documented statuses not exercised: ${contract.unexercisedStatuses().join('; ')}`);
+  });
+});
