@@ -87,6 +87,25 @@ describe('guardConnections', () => {
     expect(guard.open).toBe(2);
   });
 
+  it('names the cap that refused a connection in X-Relay-Limit', async () => {
+    const port = await start({ firstByteTimeoutMs: 5000, maxConnections: 3, maxPerAddress: 2 });
+    const from = (localAddress: string) =>
+      new Promise<Socket>((resolve, reject) => {
+        const s = connect({ port, host: '127.0.0.1', localAddress }, () => resolve(s));
+        s.on('error', reject);
+        sockets.push(s);
+      });
+    await from('127.0.0.1');
+    await from('127.0.0.1');
+    const overAddress = (await untilClosed(await from('127.0.0.1'))).text;
+    expect(overAddress).toMatch(/^HTTP\/1\.1 503 [^]*\r\nretry-after: 1\r\nx-relay-limit: 2\r\n/);
+    expect(overAddress.endsWith('\r\n\r\n{"errors":["unavailable"]}')).toBe(true);
+    await from('127.0.0.2');
+    const overTotal = (await untilClosed(await from('127.0.0.3'))).text;
+    expect(overTotal).toMatch(/\r\nx-relay-limit: 3\r\n/);
+    expect(overTotal.endsWith('\r\n\r\n{"errors":["unavailable"]}')).toBe(true);
+  });
+
   it('reads its limits from the environment', () => {
     expect(readConnectionLimits(new EnvReader({}))).toEqual({ firstByteTimeoutMs: 10_000, maxConnections: 19_000, maxPerAddress: 1_000 });
     expect(readConnectionLimits(new EnvReader({ FIRST_BYTE_TIMEOUT_MS: '500', MAX_CONNECTIONS: '50', MAX_CONNECTIONS_PER_ADDRESS: '5' }))).toEqual({

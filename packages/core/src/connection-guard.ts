@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { ConfigError, type EnvReader } from './config';
 import { errorBody, httpStatusFor, type ErrorCode } from './errors';
+import { LIMIT_HEADER } from './limits';
 
 export interface ConnectionLimits {
   /** A connection that has not completed its first request head within this is closed. */
@@ -58,7 +59,8 @@ function rawAnswer(code: ErrorCode, reason: string, extra = ''): Buffer {
 }
 
 // Written straight to the socket: the HTTP parser never sees a refused connection.
-const REFUSAL = rawAnswer('unavailable', 'Service Unavailable', 'retry-after: 1\r\n');
+// The cap that refused it is named by its number (docs/API.md "Limits").
+const refusal = (cap: number) => rawAnswer('unavailable', 'Service Unavailable', `retry-after: 1\r\n${LIMIT_HEADER}: ${cap}\r\n`);
 const HEADERS_TOO_LARGE = rawAnswer('headers_too_large', 'Request Header Fields Too Large');
 const BAD_REQUEST = rawAnswer('bad_request', 'Bad Request');
 
@@ -83,6 +85,8 @@ export function guardConnections(server: Server, limits: ConnectionLimits, logge
   let refused = 0;
   let timedOut = 0;
   let lastRefusalLog = 0;
+  const overTotal = refusal(limits.maxConnections);
+  const overAddress = refusal(limits.maxPerAddress);
   server.keepAliveTimeout = Math.min(server.keepAliveTimeout, limits.firstByteTimeoutMs);
   server.headersTimeout = Math.min(server.headersTimeout, Math.max(limits.firstByteTimeoutMs, server.keepAliveTimeout + 1000));
 
@@ -106,7 +110,7 @@ export function guardConnections(server: Server, limits: ConnectionLimits, logge
         logger?.warn({ open, from_address: fromAddress, refused }, 'connection refused: connection cap reached');
       }
       socket.on('error', () => {});
-      socket.end(REFUSAL);
+      socket.end(open >= limits.maxConnections ? overTotal : overAddress);
       setTimeout(() => socket.destroy(), 1000).unref();
       return;
     }

@@ -16,6 +16,8 @@ export interface BodyReadOptions {
    * then closes the connection.
    */
   drain?: boolean;
+  /** Extra headers on the 413 (readBodyOrRefuse), e.g. the limit's number. */
+  refusalHeaders?: Readonly<Record<string, string>>;
 }
 
 /** True when the declared Content-Length alone is over the limit: refuse before reading anything. */
@@ -89,6 +91,6 @@ export async function readBodyOrRefuse(req: IncomingMessage, res: ServerResponse
     res.destroy();
     return undefined;
   }
-  if (body === undefined) sendError(res, 'payload_too_large', {}, { closeIfUnread: !opts.drain });
+  if (body === undefined) sendError(res, 'payload_too_large', { ...opts.refusalHeaders }, { closeIfUnread: !opts.drain });
   return body;
 }

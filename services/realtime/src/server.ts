@@ -5,6 +5,7 @@ import { createVerifierClient, type VerifierClient } from '@service-relay/verifi
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { RealtimeConfig } from './config';
 import { createRestHandler } from './http/rest-api';
+import { createTenantConnections } from './limits/create-tenant-connections';
 import { createMessageBus } from './messaging/create-message-bus';
 import type { MessageBus } from './messaging/message-bus';
 import { RealtimeMetrics } from './metrics';
@@ -67,6 +68,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const registry = new ConnectionRegistry(verifier, metrics);
   const hub = new TopicHub(messages, metrics);
   const revocation = new Revocation(registry, logger);
+  const tenantConnections = createTenantConnections(config.redis, { limit: config.maxConnectionsPerTenant, scheduler, logger });
   const ctx: ConnectionContext = {
     hub,
     messages,
@@ -76,6 +78,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     logger,
     maxSubscriptions: config.maxSubscriptions,
     maxBufferedBytes: config.maxBufferedBytes,
+    publishRate: { ratePerS: config.publishRatePerS, burst: config.publishBurst },
+    authFramesPerMinute: config.authFramesPerMinute,
     // Nothing is acknowledged while this instance cannot prove it has every
     // tenant change: a publish of a tenant revoked meanwhile must not count.
     acceptingPublishes,
@@ -108,7 +112,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   });
   // WebSockets keep their socket, so they count toward the caps for as long as they are open.
   guardConnections(server, config.connectionLimits, logger);
-  server.on('upgrade', traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, accept })));
+  server.on('upgrade', traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, tenantConnections, accept })));
 
   let port = config.port;
   let pinger: NodeJS.Timeout | undefined;
@@ -142,6 +146,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       const closing = closeServer(server, SHUTDOWN_GRACE_MS + 1000);
       await Promise.all([...connections].map((c) => c.shutdown(CLOSE_GOING_AWAY, SHUTDOWN_GRACE_MS)));
       await closing;
+      // Whatever this instance still counts for its tenants is given back now, not one TTL later.
+      await tenantConnections.close();
       if (ownsVerifier) verifier.close();
       if (ownsMessages) await messages.close();
       if (ownsFeed) feed.close();

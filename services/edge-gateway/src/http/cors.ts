@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 const ALLOW_METHODS = 'GET, POST, OPTIONS';
 const ALLOW_HEADERS = 'Authorization, Content-Type, X-Request-Id';
-const EXPOSE_HEADERS = 'X-Request-Id, Retry-After, WWW-Authenticate';
+const EXPOSE_HEADERS = 'X-Request-Id, Retry-After, WWW-Authenticate, X-Relay-Limit';
 
 /**
  * CORS for browser REST clients. The allowed origin is echoed (never `*`):

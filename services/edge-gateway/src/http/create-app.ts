@@ -1,5 +1,5 @@
 import type { Agent, IncomingMessage, ServerResponse } from 'node:http';
-import { capabilityJson, handleOps, sendError, type ErrorCode, type Logger, type ReadinessCheck } from '@service-relay/core';
+import { capabilityJson, DATA_LIMIT_HEADERS, handleOps, sendError, type ErrorCode, type Logger, type ReadinessCheck } from '@service-relay/core';
 import { authorizationOf, bearerToken, declaredTooLarge, INVALID_TOKEN_HEADERS, readBodyOrRefuse } from '@service-relay/edge';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Authenticator } from '../auth/authenticator';
@@ -96,7 +96,7 @@ export function createApp(opts: AppOptions): Express {
     const ctx = contextOf(req);
     ctx.route = 'api_v1';
     // Cheap and reveals nothing: refuse a declared oversize body before any work.
-    if (declaredTooLarge(req, MAX_API_BODY_BYTES)) return fail(res, 'payload_too_large');
+    if (declaredTooLarge(req, MAX_API_BODY_BYTES)) return fail(res, 'payload_too_large', { ...DATA_LIMIT_HEADERS });
     const headers: Record<string, string> = { 'x-internal-token': config.internalToken, 'x-request-id': ctx.requestId };
     if (authenticate) {
       const token = bearerToken(authorizationOf(req));
@@ -121,7 +121,7 @@ export function createApp(opts: AppOptions): Express {
       // The token's channel capability (issue #13); realtime decides with it. Absent: no claim.
       if (id.cap !== undefined) headers['x-relay-cap'] = capabilityJson(id.cap);
     }
-    await forwardWithBody(req, res, MAX_API_BODY_BYTES, toRealtime, headers);
+    await forwardWithBody(req, res, MAX_API_BODY_BYTES, toRealtime, headers, DATA_LIMIT_HEADERS);
   });
 
   app.use((req: Request, res: Response) => fail(res, 'not_found'));
@@ -133,8 +133,15 @@ export function createApp(opts: AppOptions): Express {
   return app;
 }
 
-async function forwardWithBody(req: IncomingMessage, res: ServerResponse, limit: number, forward: ForwardFn, headers: Record<string, string>): Promise<void> {
-  const body = await readBodyOrRefuse(req, res, limit);
+async function forwardWithBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  limit: number,
+  forward: ForwardFn,
+  headers: Record<string, string>,
+  refusalHeaders?: Readonly<Record<string, string>>,
+): Promise<void> {
+  const body = await readBodyOrRefuse(req, res, limit, { ...(refusalHeaders && { refusalHeaders }) });
   if (body !== undefined) forward(req, res, body, headers);
 }
 

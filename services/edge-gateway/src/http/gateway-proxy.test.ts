@@ -39,6 +39,8 @@ describe('edge-gateway: forwarding, limits and errors', () => {
     const res = await streamUpload(`${h.url}/api/v1/channels/c1/messages`, 50 * 1024 * 1024, { contentLength: true });
     expect(res.status).toBe(413);
     expect(res.body).toBe('{"errors":["payload_too_large"]}');
+    // The limit a client can act on: 64 KiB of `data` (docs/API.md "Limits").
+    expect(res.headers['x-relay-limit']).toBe('65536');
     expect(res.sent).toBe(0);
   });
 
@@ -56,6 +58,7 @@ describe('edge-gateway: forwarding, limits and errors', () => {
     clearInterval(sampler);
     expect(res.status).toBe(413);
     expect(res.body).toBe('{"errors":["payload_too_large"]}');
+    expect(res.headers['x-relay-limit']).toBe('65536');
     // The gateway stopped reading near the limit and closed; the client could not send it all.
     expect(res.sent).toBeLessThan(50 * 1024 * 1024);
     expect(peakBuffers - base.arrayBuffers).toBeLessThan(10 * 1024 * 1024);
@@ -122,6 +125,7 @@ describe('edge-gateway: forwarding, limits and errors', () => {
     expect(simple.status).toBe(200);
     expect(simple.headers.get('access-control-allow-origin')).toBe('https://app.example');
     expect(simple.headers.get('access-control-expose-headers')).toMatch(/X-Request-Id/);
+    expect(simple.headers.get('access-control-expose-headers')).toMatch(/X-Relay-Limit/);
   });
 
   it('serves /healthz, /readyz and /metrics', async () => {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CHANNEL_NAME, capabilityFromJson, codeOf, isCanonicalUuid, isUuid, MAX_DATA_BYTES, safeEqual, sendError, sendJson, type ChannelCapability, type ErrorCode, type Logger } from '@service-relay/core';
+import { CHANNEL_NAME, capabilityFromJson, codeOf, DATA_LIMIT_HEADERS, isCanonicalUuid, isUuid, MAX_DATA_BYTES, safeEqual, sendError, sendJson, type ChannelCapability, type ErrorCode, type Logger } from '@service-relay/core';
 import { INVALID_TOKEN_HEADERS, readBodyOrRefuse } from '@service-relay/edge';
 import { channelAccess, DEFAULT_CHANNEL_RULES } from '../authz/channel-access';
 import { isMessageId } from '../messaging/message-id';
@@ -93,7 +93,7 @@ function callerOf(req: IncomingMessage, internalToken: string): Caller | undefin
 
 async function publish(opts: RestOptions, req: IncomingMessage, res: ServerResponse, ref: ChannelRef, caller: Caller): Promise<void> {
   // Past the limit the rest is drained, so the connection stays usable.
-  const raw = await readBodyOrRefuse(req, res, MAX_BODY_BYTES, { drain: true });
+  const raw = await readBodyOrRefuse(req, res, MAX_BODY_BYTES, { drain: true, refusalHeaders: DATA_LIMIT_HEADERS });
   if (raw === undefined) return;
   let body: unknown;
   try {
@@ -143,5 +143,5 @@ function decodeChannel(segment: string): string | undefined {
 }
 
 function fail(res: ServerResponse, code: ErrorCode): void {
-  sendError(res, code, code === 'invalid_or_missing_token' ? INVALID_TOKEN_HEADERS : {});
+  sendError(res, code, code === 'invalid_or_missing_token' ? INVALID_TOKEN_HEADERS : code === 'payload_too_large' ? { ...DATA_LIMIT_HEADERS } : {});
 }

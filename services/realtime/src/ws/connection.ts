@@ -1,8 +1,9 @@
-import { RelayError, codeOf, type ChannelAction, type ErrorCode, type Logger } from '@service-relay/core';
+import { MAX_DATA_BYTES, RelayError, codeOf, type ChannelAction, type ErrorCode, type Logger } from '@service-relay/core';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import { channelAccess, DEFAULT_CHANNEL_RULES } from '../authz/channel-access';
+import { TokenBucket } from '../limits/token-bucket';
 import type { MessageBus } from '../messaging/message-bus';
 import { applyPublishRule } from '../messaging/publish-rule';
 import type { RealtimeMetrics } from '../metrics';
@@ -45,6 +46,10 @@ export interface ConnectionContext {
   logger: Logger;
   maxSubscriptions: number;
   maxBufferedBytes: number;
+  /** PUBLISH_RATE_PER_S and PUBLISH_BURST; default: unlimited (tests that do not care). */
+  publishRate?: { ratePerS: number; burst: number };
+  /** AUTH_FRAMES_PER_MINUTE; default AUTH_FRAMES_PER_MINUTE. */
+  authFramesPerMinute?: number;
   /** False while this instance must not take publishes (refused with `unavailable`); default: always true. */
   acceptingPublishes?: () => boolean;
 }
@@ -52,9 +57,9 @@ export interface ConnectionContext {
 const ALWAYS = () => true;
 
 /**
- * `auth` frames a connection may send per minute. A client refreshes once per
- * token lifetime (minutes at least); a few retries on top fit easily. Each
- * frame costs a verifier call, so the bound is what keeps one connection from
+ * `auth` frames a connection may send per minute, unless AUTH_FRAMES_PER_MINUTE
+ * says otherwise. A client refreshes once per token lifetime (minutes at
+ * least); a few retries on top fit easily. Each frame costs a verifier call, so the bound is what keeps one connection from
  * starving everyone else's upgrades.
  */
 export const AUTH_FRAMES_PER_MINUTE = 10;
@@ -71,6 +76,8 @@ export class Connection implements TrackedConnection {
   private refreshing = false;
   private authWindowStart = 0;
   private authFrames = 0;
+  /** Created on the first publish, like the subscriptions. */
+  private publishBucket: TokenBucket | undefined;
   /** Cleared on every ping, set by the pong; a peer that stays silent a whole interval is dead. */
   alive = true;
 
@@ -191,6 +198,13 @@ export class Connection implements TrackedConnection {
 
   private async handle(frame: ClientFrame): Promise<void> {
     if (frame.type === 'auth') return this.refresh(frame.token, frame.ref);
+    if (frame.type === 'ping') return this.send(replyFrame({ type: 'pong' }, frame.ref));
+    // Before any other check: a refused frame costs the server as little as possible.
+    if (frame.type === 'publish' && this.ctx.publishRate) {
+      const { ratePerS, burst } = this.ctx.publishRate;
+      const taken = (this.publishBucket ??= new TokenBucket(ratePerS, burst, this.ctx.scheduler)).take();
+      if (!taken.ok) return this.error('rate_limited', frame.ref, { limit: ratePerS, retry_after_ms: taken.retryAfterMs });
+    }
     const topic = checkTopic(frame.topic, this.identity.tenantId);
     if (!topic.ok) return this.error(topic.code, frame.ref);
     const name = frame.topic as string;
@@ -203,7 +217,10 @@ export class Connection implements TrackedConnection {
     }
     const deps = { messages: this.ctx.messages, acceptingPublishes: this.ctx.acceptingPublishes ?? ALWAYS };
     const verdict = await applyPublishRule(deps, { ref: topic.ref, userId: this.identity.userId, data: frame.data, idempotencyKey: frame.idempotencyKey });
-    if (!verdict.ok) return this.error(verdict.refusal === 'malformed' ? 'invalid_frame' : verdict.refusal, frame.ref);
+    if (!verdict.ok) {
+      if (verdict.refusal === 'payload_too_large') return this.error('payload_too_large', frame.ref, { limit: MAX_DATA_BYTES });
+      return this.error(verdict.refusal === 'malformed' ? 'invalid_frame' : verdict.refusal, frame.ref);
+    }
     this.ctx.metrics.messagesIn.inc({ source: 'ws' });
     this.send(replyFrame({ type: 'published', topic: name, id: verdict.message.id }, frame.ref));
   }
@@ -228,7 +245,7 @@ export class Connection implements TrackedConnection {
       const current = await this.ctx.messages.epoch(ref);
       return this.send(replyFrame({ type: 'subscribed', topic: name, epoch: current }, frameRef));
     }
-    if (subscriptions.size >= this.ctx.maxSubscriptions) return this.error('too_many_subscriptions', frameRef);
+    if (subscriptions.size >= this.ctx.maxSubscriptions) return this.error('too_many_subscriptions', frameRef, { limit: this.ctx.maxSubscriptions });
     const sub = new Subscription(name, ref, this);
     subscriptions.set(name, sub);
     try {
@@ -260,7 +277,12 @@ export class Connection implements TrackedConnection {
   }
 
   private async refresh(token: string, ref: Ref | undefined): Promise<void> {
-    if (this.refreshing || !this.takeAuthFrame()) return this.error('rate_limited', ref);
+    // One in flight: the limit is the pending check, which ends with its own reply.
+    if (this.refreshing) return this.error('rate_limited', ref, { limit: 1 });
+    const perMinute = this.ctx.authFramesPerMinute ?? AUTH_FRAMES_PER_MINUTE;
+    if (!this.takeAuthFrame(perMinute)) {
+      return this.error('rate_limited', ref, { limit: perMinute, retry_after_ms: Math.max(1, this.authWindowStart + AUTH_WINDOW_MS - this.ctx.scheduler.now()) });
+    }
     this.refreshing = true;
     const result = await this.ctx.registry
       .verifyFresh(token, 'refresh')
@@ -280,13 +302,13 @@ export class Connection implements TrackedConnection {
   }
 
   /** Fixed one-minute windows on the scheduler's clock. */
-  private takeAuthFrame(): boolean {
+  private takeAuthFrame(perMinute: number): boolean {
     const now = this.ctx.scheduler.now();
     if (now - this.authWindowStart >= AUTH_WINDOW_MS) {
       this.authWindowStart = now;
       this.authFrames = 0;
     }
-    if (this.authFrames >= AUTH_FRAMES_PER_MINUTE) return false;
+    if (this.authFrames >= perMinute) return false;
     this.authFrames++;
     return true;
   }

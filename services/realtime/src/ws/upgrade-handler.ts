@@ -4,9 +4,11 @@ import { codeOf, rawErrorResponse, redactUrl, type ErrorCode, type Logger } from
 import { authorizationOf, bearerToken, WWW_AUTHENTICATE } from '@service-relay/edge';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { WebSocket, WebSocketServer } from 'ws';
+import type { Admission, TenantConnections } from '../limits/tenant-connections';
 import type { RealtimeMetrics } from '../metrics';
 import type { Scheduler } from '../realtime/scheduler';
 import type { ConnectionRegistry } from './connection-registry';
+import { refuseOverTenantLimit } from './tenant-limit-refusal';
 
 export const WS_PATH = '/ws';
 const BEARER_CHALLENGE = `WWW-Authenticate: ${WWW_AUTHENTICATE.invalidToken}\r\n`;
@@ -17,6 +19,8 @@ export interface UpgradeOptions {
   scheduler: Scheduler;
   metrics: RealtimeMetrics;
   logger: Logger;
+  /** MAX_CONNECTIONS_PER_TENANT across instances; without it every verified client is admitted. */
+  tenantConnections?: TenantConnections;
   accept(ws: WebSocket, identity: VerifiedIdentity, token: string): void;
 }
 
@@ -39,8 +43,23 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
         if (socket.destroyed) return;
         if (!result.valid) return refuse(opts, socket, 'invalid_or_missing_token', url, result.reason);
         if (result.identity.expiresAt * 1000 <= opts.scheduler.now()) return refuse(opts, socket, 'invalid_or_missing_token', url, 'expired');
-        opts.metrics.upgrades.inc({ result: 'accepted' });
-        opts.wss.handleUpgrade(req, socket, head, (ws) => opts.accept(ws, result.identity, token));
+        return admit(opts, result.identity.tenantId).then((admission) => {
+          if (socket.destroyed) {
+            if (admission.ok) admission.slot.release();
+            return;
+          }
+          opts.metrics.upgrades.inc({ result: admission.ok ? 'accepted' : 'tenant_limit' });
+          let upgraded = false;
+          opts.wss.handleUpgrade(req, socket, head, (ws) => {
+            upgraded = true;
+            if (!admission.ok) return refuseOverTenantLimit(ws, admission.limit);
+            // Registered first, so the slot is free before anything else sees the close.
+            ws.once('close', admission.slot.release);
+            opts.accept(ws, result.identity, token);
+          });
+          // ws answered a malformed handshake itself (synchronously): no connection holds the slot.
+          if (!upgraded && admission.ok) admission.slot.release();
+        });
       },
       (err: unknown) => {
         if (socket.destroyed) return;
@@ -48,6 +67,14 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
       },
     );
   };
+}
+
+const UNLIMITED: Admission = { ok: true, slot: { release: () => {} } };
+
+function admit(opts: UpgradeOptions, tenantId: string): Promise<Admission> {
+  if (!opts.tenantConnections) return Promise.resolve(UNLIMITED);
+  // The drivers answer every failure themselves (docs/OPERATIONS.md "Limits"); anything else fails open too.
+  return opts.tenantConnections.acquire(tenantId).catch((): Admission => UNLIMITED);
 }
 
 /**
