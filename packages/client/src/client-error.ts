@@ -50,6 +50,34 @@ export function isServerErrorCode(code: unknown): code is ServerErrorCode {
   return typeof code === 'string' && SERVER_CODES.has(code);
 }
 
+export interface ErrorDetails {
+  /** The client frame that failed: `subscribe`, `publish`, `auth`, … */
+  frame?: string;
+  /** The channel the failed request named. */
+  topic?: string;
+  /** The close code of the connection, when a close caused this. */
+  closeCode?: number;
+  /** The code exactly as the server sent it (a code this version does not know becomes `internal`). */
+  serverCode?: string;
+  /** The bound that was hit, when the server says (`too_many_subscriptions`, `rate_limited`, `payload_too_large`). */
+  limit?: number;
+  /** When to try again, when the server says (`rate_limited`). */
+  retryAfterMs?: number;
+  cause?: unknown;
+}
+
+/** The typed error of an `error` frame (its `ref` already matched). */
+export function errorFromFrame(frame: { code?: unknown; limit?: unknown; retry_after_ms?: unknown }, context: { frame?: string; topic?: string }): RelayClientError {
+  const raw = typeof frame.code === 'string' ? frame.code : 'internal';
+  const code = isServerErrorCode(raw) ? raw : 'internal';
+  return new RelayClientError(code, `${context.frame ?? 'a frame'}${context.topic === undefined ? '' : ` on ${context.topic}`} refused: ${raw}`, {
+    ...context,
+    serverCode: raw,
+    ...(typeof frame.limit === 'number' && { limit: frame.limit }),
+    ...(typeof frame.retry_after_ms === 'number' && { retryAfterMs: frame.retry_after_ms }),
+  });
+}
+
 /** Every error the client rejects with or emits. Switch on `code`, never on the message. */
 export class RelayClientError extends Error {
   override readonly name = 'RelayClientError';
@@ -57,8 +85,8 @@ export class RelayClientError extends Error {
   constructor(
     readonly code: RelayErrorCode,
     message: string,
-    /** Extra facts: the frame type that failed, the topic, the close code. */
-    readonly details: { frame?: string; topic?: string; closeCode?: number; cause?: unknown } = {},
+    /** Extra facts: the frame type that failed, the channel, the close code, what the server said. */
+    readonly details: ErrorDetails = {},
   ) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
   }

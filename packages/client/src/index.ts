@@ -17,6 +17,7 @@ export {
   RelayClientError,
   SERVER_ERROR_CODES,
   type ClientErrorCode,
+  type ErrorDetails,
   type RelayErrorCode,
   type ServerErrorCode,
 } from './client-error.js';

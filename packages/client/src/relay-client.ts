@@ -1,5 +1,5 @@
 import { backoffDelay, refreshDelay, type BackoffOptions } from './backoff.js';
-import { isServerErrorCode, RelayClientError } from './client-error.js';
+import { errorFromFrame, RelayClientError } from './client-error.js';
 import { CLOSE_UNAUTHORIZED, decideAfterClose } from './close-policy.js';
 import { Emitter } from './emitter.js';
 import { channelOf, parseServerFrame, topicOf, type JsonValue, type PresenceMember, type RecoveryReason, type ServerFrame } from './frames.js';
@@ -517,16 +517,16 @@ export class RelayClient {
 
   private onError(frame: Extract<ServerFrame, { type: 'error' }>): void {
     if (this.requests.settle(frame)) return;
-    const code = isServerErrorCode(frame.code) ? frame.code : 'internal';
     const sub = this.subscriptionByRef(frame.ref);
-    if (sub) return this.onSubscribeRefused(sub, code);
+    if (sub) return this.onSubscribeRefused(sub, errorFromFrame(frame, { frame: 'subscribe', topic: sub.channel }));
     // A ping answered by a server without `pong` still proves the connection is alive.
-    if (typeof frame.ref === 'string' && frame.ref.startsWith('ping') && code === 'invalid_frame') return;
-    this.emitter.emit('error', new RelayClientError(code, `server error: ${frame.code}`));
+    if (typeof frame.ref === 'string' && frame.ref.startsWith('ping') && frame.code === 'invalid_frame') return;
+    this.emitter.emit('error', errorFromFrame(frame, {}));
   }
 
   /** A subscribe (first or renewed) refused: transient codes are retried, the rest end the subscription. */
-  private onSubscribeRefused(sub: Subscription, code: RelayClientError['code']): void {
+  private onSubscribeRefused(sub: Subscription, error: RelayClientError): void {
+    const code = error.code;
     sub.ref = undefined;
     const conn = this.conn;
     if ((code === 'unavailable' || code === 'internal') && conn) {
@@ -539,7 +539,6 @@ export class RelayClient {
       return this.drop(conn, 'subscribe keeps failing');
     }
     this.subs.delete(sub.channel);
-    const error = new RelayClientError(code, `subscribe to ${sub.channel} refused: ${code}`, { frame: 'subscribe', topic: sub.channel });
     if (sub.waiters.length > 0) for (const w of sub.waiters.splice(0)) w.reject(error);
     else this.emitter.emit('error', error);
   }
@@ -591,8 +590,8 @@ export class RelayClient {
     this.after(conn, interval, () => {
       if (this.conn !== conn) return;
       this.send(conn, { type: 'ping', ref: `ping${this.now()}` });
-      clearTimeout(conn.pongTimer);
-      conn.pongTimer = setTimeout(() => this.drop(conn, 'ping timeout'), this.opts.pingTimeoutMs ?? 10_000);
+      // Armed by the first unanswered ping, cleared by any frame: later pings do not push it back.
+      conn.pongTimer ??= setTimeout(() => this.drop(conn, 'ping timeout'), this.opts.pingTimeoutMs ?? 10_000);
       this.schedulePing(conn);
     });
   }

@@ -1,4 +1,4 @@
-import { isServerErrorCode, RelayClientError } from './client-error.js';
+import { errorFromFrame, RelayClientError } from './client-error.js';
 import type { Ref, ServerFrame } from './frames.js';
 
 type Timer = ReturnType<typeof setTimeout>;
@@ -55,9 +55,7 @@ export class RequestTable {
     this.pending.delete(frame.ref);
     clearTimeout(entry.timer);
     if (frame.type === 'error') {
-      const raw = frame.code;
-      const code = isServerErrorCode(raw) ? raw : 'internal';
-      entry.reject(new RelayClientError(code, `${entry.type} refused: ${raw}`, { frame: entry.type, ...(entry.topic !== undefined && { topic: entry.topic }) }));
+      entry.reject(errorFromFrame(frame, { frame: entry.type, ...(entry.topic !== undefined && { topic: entry.topic }) }));
     } else {
       entry.resolve(frame);
     }
