@@ -111,6 +111,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     GATEWAY_PORT: '0',
     // Every bench client connects from loopback; the per-address cap would refuse them past 1000.
     MAX_CONNECTIONS_PER_ADDRESS: '19000',
+    // One tenant's publisher saturates the server and its clients fill it: the
+    // per-connection publish rate and the per-tenant connection count stay on
+    // (their cost is measured) with bounds the load never reaches.
+    PUBLISH_RATE_PER_S: '1000000',
+    PUBLISH_BURST: '1000000',
+    MAX_CONNECTIONS_PER_TENANT: '10000000',
   };
   const loading = [
     loadService('tenant-registry', 'registry'),

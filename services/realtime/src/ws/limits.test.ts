@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { FakeVerifier } from '@service-relay/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { WebSocket } from 'ws';
 import { ManualScheduler } from '../realtime/scheduler';
 import { gatewayHeaders, issueToken, startRealtime, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
-import { WsTestClient, type Frame } from '../test-support/ws-test-client';
+import { refusedConnection } from '../test-support/refused-connection';
+import { WsTestClient } from '../test-support/ws-test-client';
 import { CLOSE_TOO_MANY_CONNECTIONS } from './close-codes';
 
 /** Every limit's refusal names its number (docs/API.md "Limits"); time moves only by hand. */
@@ -110,13 +110,3 @@ describe('realtime limits and the errors that name them', () => {
 });
 
 /** Opens a WebSocket expected to be refused after the upgrade: every frame it got, and its close. */
-function refusedConnection(url: string, token: string): Promise<{ frames: Frame[]; close: { code: number; reason: string } }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
-    const frames: Frame[] = [];
-    ws.on('message', (d) => frames.push(JSON.parse(d.toString()) as Frame));
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
-    ws.once('error', reject);
-    ws.once('close', (code, reason) => resolve({ frames, close: { code, reason: reason.toString() } }));
-  });
-}
