@@ -4,6 +4,7 @@
  * host-sync credential in DATA_DIR/example-chat.json; later runs reuse it.
  */
 import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { createHostClient, isHostClientError, type HostClient } from '@service-relay/host';
@@ -11,8 +12,17 @@ import { createChatApp } from './app';
 import { loadConfig, tenantFile, type ChatConfig } from './config';
 import { createDemoTenant, savedTenant, type TenantCredential } from './demo-tenant';
 
-const SDK_BUILD = fileURLToPath(new URL('../../../packages/client/dist/', import.meta.url));
-const SDK_FALLBACK = fileURLToPath(new URL('../sdk-fallback/', import.meta.url));
+/** The client SDK's ESM build (packages/client/dist, built by `npm ci`), served to the page at /sdk/. */
+function clientSdkDir(): string {
+  let entry: string | undefined;
+  try {
+    entry = fileURLToPath(import.meta.resolve('@service-relay/client'));
+  } catch {
+    // not built
+  }
+  if (entry === undefined || !existsSync(entry)) throw new Error('the client SDK is not built: npm run build -w @service-relay/client (npm ci does it)');
+  return dirname(entry);
+}
 
 function hostClientFor(config: ChatConfig, t: TenantCredential): HostClient {
   return createHostClient({
@@ -43,9 +53,9 @@ async function connectHost(config: ChatConfig): Promise<{ tenant: TenantCredenti
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  const sdkDir = clientSdkDir();
   const { tenant, host } = await connectHost(config);
-  const clientSdkDir = existsSync(SDK_BUILD) ? SDK_BUILD : SDK_FALLBACK;
-  const app = createChatApp({ config, tenantId: tenant.tenantId, host, clientSdkDir });
+  const app = createChatApp({ config, tenantId: tenant.tenantId, host, clientSdkDir: sdkDir });
   const server = app.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const { port } = server.address() as AddressInfo;
