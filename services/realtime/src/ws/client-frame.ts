@@ -9,7 +9,9 @@ export type ClientFrame =
   | { type: 'unsubscribe'; topic: unknown; ref: Ref | undefined }
   /** The idempotency key is checked by the publish rule. */
   | { type: 'publish'; topic: unknown; data: unknown; idempotencyKey: unknown; ref: Ref | undefined }
-  | { type: 'auth'; token: string; ref: Ref | undefined };
+  | { type: 'auth'; token: string; ref: Ref | undefined }
+  /** Answered `pong` at once: lets a client notice a dead connection without waiting for TCP. */
+  | { type: 'ping'; ref: Ref | undefined };
 
 export type ParsedFrame = { ok: true; frame: ClientFrame } | { ok: false; ref: Ref | undefined };
 
@@ -45,6 +47,8 @@ export function parseClientFrame(text: string): ParsedFrame {
     case 'auth':
       if (typeof f.token !== 'string' || f.token.length === 0) return bad;
       return { ok: true, frame: { type: 'auth', token: f.token, ref } };
+    case 'ping':
+      return { ok: true, frame: { type: 'ping', ref } };
     default:
       return bad;
   }
