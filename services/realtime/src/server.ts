@@ -4,6 +4,9 @@ import { createTenantEventBus, createTenantFeed, type TenantEventBus, type Tenan
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { RealtimeConfig } from './config';
+import { ChannelRulesCache } from './authz/channel-rules-cache';
+import type { ChannelRulesSource } from './authz/channel-rules-source';
+import { RegistryRulesClient } from './grpc/registry-rules-client';
 import { createRestHandler } from './http/rest-api';
 import { createTenantConnections } from './limits/create-tenant-connections';
 import { createMessageBus } from './messaging/create-message-bus';
@@ -15,6 +18,8 @@ import { CLOSE_GOING_AWAY } from './ws/close-codes';
 
 /** How long a client gets to answer the close handshake at shutdown (the process allows 10 s in all). */
 const SHUTDOWN_GRACE_MS = 5000;
+/** How long a tenant's first request waits for the registry's answer on its channel rules (then 503 unavailable). */
+const RULES_DEADLINE_MS = 2000;
 import { Connection, type ConnectionContext } from './ws/connection';
 import { ConnectionRegistry } from './ws/connection-registry';
 import { Revocation } from './ws/revocation';
@@ -31,6 +36,8 @@ export interface RealtimeDeps {
   /** Token expiry runs on this; a ManualScheduler lets tests move time by hand. */
   clock?: Clock;
   verifier?: VerifierClient;
+  /** Where a tenant's channel rules are asked for on first use; default: the registry's TenantFeed.ChannelRules. */
+  channelRules?: ChannelRulesSource;
   /** Ping interval for dead-peer detection (default 30 s). */
   pingIntervalMs?: number;
   /** Tests inject one with an in-memory exporter; otherwise made from config.tracing (and shut down at stop). */
@@ -68,6 +75,9 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const registry = new ConnectionRegistry(verifier, metrics);
   const hub = new TopicHub(messages, metrics);
   const revocation = new Revocation(registry, logger);
+  const ownsRulesSource = !deps.channelRules;
+  const rulesSource = deps.channelRules ?? new RegistryRulesClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: RULES_DEADLINE_MS });
+  const channelRules = new ChannelRulesCache({ source: rulesSource, feed, logger });
   const tenantConnections = createTenantConnections(config.redis, { limit: config.maxConnectionsPerTenant, scheduler, logger });
   const ctx: ConnectionContext = {
     hub,
@@ -78,6 +88,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     logger,
     maxSubscriptions: config.maxSubscriptions,
     maxBufferedBytes: config.maxBufferedBytes,
+    channelRules: channelRules.lookup,
     publishRate: { ratePerS: config.publishRatePerS, burst: config.publishBurst },
     authFramesPerMinute: config.authFramesPerMinute,
     // Nothing is acknowledged while this instance cannot prove it has every
@@ -95,7 +106,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   };
 
   // The REST side continues the gateway's traceparent (ops and /ws plain requests are not traced).
-  const rest = traceRequests(tracing, createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes }));
+  const rest = traceRequests(tracing, createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup }));
   const readiness = {
     verifier: () => verifier.ready(),
     messages: () => messages.ready(),
@@ -126,6 +137,9 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     async start() {
       unsubscribers.push(feed.subscribe((e) => revocation.onEvent(e)));
       unsubscribers.push(feed.onReset(() => revocation.onReset()));
+      // Rules changes are applied before the feed reports them, so an admin call's 200 means new requests obey them.
+      unsubscribers.push(feed.subscribe((e) => channelRules.onEvent(e)));
+      unsubscribers.push(feed.onReset(() => channelRules.onReset()));
       // Revocations must reach this instance from its first connection on; a
       // feed or bus that is not there yet is reported by /readyz, and until the
       // feed is current no publish is acknowledged.
@@ -149,6 +163,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       // Whatever this instance still counts for its tenants is given back now, not one TTL later.
       await tenantConnections.close();
       if (ownsVerifier) verifier.close();
+      if (ownsRulesSource) rulesSource.close();
       if (ownsMessages) await messages.close();
       if (ownsFeed) feed.close();
       if (ownsBus) await events.close();

@@ -4,9 +4,10 @@ import { FakeVerifier, uniqueRedisPrefix } from '@service-relay/testkit';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualScheduler } from '../realtime/scheduler';
+import { MemoryRulesSource } from '../test-support/memory-rules-source';
 import { gatewayHeaders, issueToken, startOnRedis, stopOnRedis, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
 import { WsTestClient } from '../test-support/ws-test-client';
-import { ACCESS_CASES, ALICE, BOB, CAROL, type CapClaim } from './channel-access.cases';
+import { ACCESS_CASES, ALICE, BOB, CAROL, TENANT_RULES, type CapClaim } from './channel-access.cases';
 
 // The channel-authorization table over WebSocket, against two realtime
 // instances on one Redis (the fake verifier hands each token's cap over the
@@ -16,6 +17,8 @@ describe('channel authorization over WebSocket, two instances', () => {
   const verifier = new FakeVerifier();
   const clock = new ManualScheduler(Date.now());
   const prefix = uniqueRedisPrefix('authz');
+  // One "registry" for both instances: each asks it on a tenant's first request.
+  const rules = new MemoryRulesSource();
   let a: RealtimeInstance;
   let b: RealtimeInstance;
   const clients: WsTestClient[] = [];
@@ -28,7 +31,7 @@ describe('channel authorization over WebSocket, two instances', () => {
   };
 
   beforeAll(async () => {
-    [a, b] = (await startOnRedis(2, verifier, prefix, clock)) as [RealtimeInstance, RealtimeInstance];
+    [a, b] = (await startOnRedis(2, verifier, prefix, clock, rules)) as [RealtimeInstance, RealtimeInstance];
   });
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((c) => c.close()));
@@ -37,7 +40,9 @@ describe('channel authorization over WebSocket, two instances', () => {
 
   const wsCases = ACCESS_CASES.filter((c) => c.action === 'subscribe' || c.action === 'publish');
   it.each(wsCases.map((c, i) => ({ ...c, i })))('$name → $expected', async (c) => {
-    const { c: ws, identity } = await connect(c.i % 2 === 0 ? a : b, c.userId, c.cap);
+    const tenantId = randomUUID();
+    if (c.rules !== undefined) rules.set(tenantId, c.rules);
+    const { c: ws, identity } = await connect(c.i % 2 === 0 ? a : b, c.userId, c.cap, tenantId);
     const topic = topicFor(identity.tenantId, c.channel);
     const frame = c.action === 'subscribe' ? { type: 'subscribe', topic } : { type: 'publish', topic, data: { n: c.i } };
     const reply = await ws.request(frame);
@@ -96,5 +101,49 @@ describe('channel authorization over WebSocket, two instances', () => {
     expect(await c.request({ type: 'auth', token: open.token })).toMatchObject({ type: 'authenticated' });
     expect(await c.request({ type: 'subscribe', topic: us })).toMatchObject({ type: 'subscribed' });
     expect(await c.request({ type: 'subscribe', topic: topicFor(tenantId, 'billing') })).toMatchObject({ type: 'subscribed' });
+  });
+
+  it("a tenant's new rules, applied from the feed by both instances, decide the next frame on either; live subscriptions stay", async () => {
+    const tenantId = randomUUID();
+    const news = topicFor(tenantId, 'news');
+    const { c: onA } = await connect(a, ALICE, undefined, tenantId);
+    const { c: onB } = await connect(b, BOB, undefined, tenantId);
+    expect(await onB.request({ type: 'subscribe', topic: news })).toMatchObject({ type: 'subscribed' });
+    expect(await onA.request({ type: 'publish', topic: news, data: 'before' })).toMatchObject({ type: 'published' });
+    await onB.waitForMessages(news, 1);
+    // What the registry does for PUT /admin/tenants/{id}/channel_rules: store, then every instance applies the feed change before the 200.
+    rules.set(tenantId, TENANT_RULES);
+    const change = { tenant_id: tenantId, kind: 'channel_rules' as const, version: 1, revoked_key_versions: [], detail: { rules: TENANT_RULES, rules_version: 1 } };
+    await Promise.all([a.feed.push(change), b.feed.push(change)]);
+    expect(await onA.request({ type: 'publish', topic: news, data: 'after' })).toMatchObject({ type: 'error', code: 'forbidden_channel' });
+    expect(await onB.request({ type: 'subscribe', topic: topicFor(tenantId, 'locked') })).toMatchObject({ type: 'error', code: 'forbidden_channel' });
+    expect(await onB.request({ type: 'publish', topic: topicFor(tenantId, 'chat:room-1'), data: 'chat' })).toMatchObject({ type: 'published' });
+    // Back to the default: publishing to news works again, and bob's subscription from before both changes still delivers.
+    const other = issueToken(verifier, { tenantId, userId: CAROL }).identity;
+    rules.set(tenantId, null);
+    const reset = { ...change, detail: { rules: { default: ['subscribe', 'publish', 'history', 'presence'], channels: [] }, rules_version: 2 } };
+    await Promise.all([a.feed.push(reset), b.feed.push(reset)]);
+    const res = await fetch(`${a.http}/api/v1/channels/news/messages`, { method: 'POST', headers: gatewayHeaders(other), body: JSON.stringify({ data: 'reset' }) });
+    expect(res.status).toBe(201);
+    expect((await onB.waitForMessages(news, 2))[1]).toMatchObject({ data: 'reset' });
+    // A change older than what an instance holds is ignored there.
+    await a.feed.push(change);
+    expect(await onA.request({ type: 'publish', topic: news, data: 'still open' })).toMatchObject({ type: 'published' });
+  });
+
+  it('refuses a subscribe or publish with unavailable while the registry cannot say what the rules are; the connection stays', async () => {
+    const tenantId = randomUUID();
+    rules.failing = true;
+    try {
+      const { c } = await connect(b, ALICE, undefined, tenantId);
+      const topic = topicFor(tenantId, 'news');
+      expect(await c.request({ type: 'subscribe', topic })).toMatchObject({ type: 'error', code: 'unavailable' });
+      expect(await c.request({ type: 'publish', topic, data: 1 })).toMatchObject({ type: 'error', code: 'unavailable' });
+      rules.failing = false;
+      expect(await c.request({ type: 'subscribe', topic })).toMatchObject({ type: 'subscribed' });
+      expect(c.isOpen).toBe(true);
+    } finally {
+      rules.failing = false;
+    }
   });
 });

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CHANNEL_NAME, capabilityFromJson, codeOf, DATA_LIMIT_HEADERS, isCanonicalUuid, isUuid, MAX_DATA_BYTES, safeEqual, sendError, sendJson, type ChannelCapability, type ErrorCode, type Logger } from '@service-relay/core';
 import { INVALID_TOKEN_HEADERS, readBodyOrRefuse } from '@service-relay/edge';
-import { channelAccess, DEFAULT_CHANNEL_RULES } from '../authz/channel-access';
+import { channelAccess } from '../authz/channel-access';
+import { DEFAULT_RULES_LOOKUP, type ChannelRulesLookup } from '../authz/channel-rules-cache';
 import { isMessageId } from '../messaging/message-id';
 import { messageJson, type ChannelRef } from '../messaging/message';
 import type { HistoryPage, MessageBus } from '../messaging/message-bus';
@@ -20,6 +21,8 @@ export interface RestOptions {
   logger: Logger;
   /** False while this instance must not take publishes (503 `unavailable`); default: always true. */
   acceptingPublishes?: () => boolean;
+  /** The tenant's channel rules (ChannelRulesCache.lookup); default: the default rules for every tenant. */
+  channelRules?: ChannelRulesLookup;
 }
 
 const ALWAYS = () => true;
@@ -67,7 +70,12 @@ async function handle(opts: RestOptions, req: IncomingMessage, res: ServerRespon
   const ref: ChannelRef = { tenantId: caller.tenantId, channel };
   const action = req.method === 'POST' ? 'publish' : req.method === 'GET' || req.method === 'HEAD' ? 'history' : undefined;
   // Before the body is read: a forbidden channel learns nothing about its body or history.
-  if (action !== undefined && channelAccess(DEFAULT_CHANNEL_RULES, caller.cap, caller.userId, channel, action) === 'deny') return fail(res, 'forbidden_channel');
+  if (action !== undefined) {
+    // Known rules decide at once; rules that must be asked for and cannot be are `unavailable` (thrown): never allowed.
+    const lookup = (opts.channelRules ?? DEFAULT_RULES_LOOKUP)(caller.tenantId);
+    const rules = lookup instanceof Promise ? await lookup : lookup;
+    if (channelAccess(rules, caller.cap, caller.userId, channel, action) === 'deny') return fail(res, 'forbidden_channel');
+  }
   if (req.method === 'POST') return publish(opts, req, res, ref, caller);
   if (req.method === 'GET' || req.method === 'HEAD') return history(opts, res, ref, new URLSearchParams(q < 0 ? '' : url.slice(q + 1)));
   return fail(res, 'method_not_allowed');

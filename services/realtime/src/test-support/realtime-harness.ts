@@ -9,6 +9,8 @@ import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { loadConfig, type RealtimeConfig } from '../config';
 import type { MessageBus } from '../messaging/message-bus';
 import { createServer, type RealtimeServer } from '../server';
+import type { ChannelRulesSource } from '../authz/channel-rules-source';
+import { MemoryRulesSource } from './memory-rules-source';
 
 export const TEST_INTERNAL_TOKEN = 'realtime-internal-token-for-tests-0123456789';
 
@@ -32,6 +34,8 @@ export interface InstanceOptions {
   messages?: MessageBus;
   clock?: Clock;
   pingIntervalMs?: number;
+  /** The tenants' channel rules as the registry would answer them; default: a MemoryRulesSource of this instance's own. */
+  channelRules?: ChannelRulesSource;
 }
 
 /** One realtime server on port 0 in front of a fake verifier. */
@@ -53,6 +57,7 @@ export async function startRealtime(opts: InstanceOptions): Promise<RealtimeInst
     ...(opts.messages && { messages: opts.messages }),
     ...(opts.clock && { clock: opts.clock }),
     ...(opts.pingIntervalMs && { pingIntervalMs: opts.pingIntervalMs }),
+    channelRules: opts.channelRules ?? new MemoryRulesSource(),
   });
   await server.start();
   return {
@@ -100,10 +105,10 @@ export function gatewayHeaders(identity: VerifiedIdentity, token = TEST_INTERNAL
 }
 
 /** Instances sharing one real Redis under `prefix` (as separate processes would), after starting the fake verifier. */
-export async function startOnRedis(count: number, verifier: FakeVerifier, prefix: string, clock?: Clock): Promise<RealtimeInstance[]> {
+export async function startOnRedis(count: number, verifier: FakeVerifier, prefix: string, clock?: Clock, channelRules?: ChannelRulesSource): Promise<RealtimeInstance[]> {
   await verifier.start();
   const env = { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix };
-  return Promise.all(Array.from({ length: count }, () => startRealtime({ verifier, env, ...(clock && { clock }) })));
+  return Promise.all(Array.from({ length: count }, () => startRealtime({ verifier, env, ...(clock && { clock }), ...(channelRules && { channelRules }) })));
 }
 
 /** Undoes startOnRedis: the instances, the verifier and every Redis key under `prefix`. */

@@ -1,8 +1,9 @@
-import { MAX_DATA_BYTES, RelayError, codeOf, type ChannelAction, type ErrorCode, type Logger } from '@service-relay/core';
+import { MAX_DATA_BYTES, RelayError, codeOf, type ChannelAction, type ChannelRules, type ErrorCode, type Logger } from '@service-relay/core';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
-import { channelAccess, DEFAULT_CHANNEL_RULES } from '../authz/channel-access';
+import { channelAccess } from '../authz/channel-access';
+import { DEFAULT_RULES_LOOKUP, type ChannelRulesLookup } from '../authz/channel-rules-cache';
 import { TokenBucket } from '../limits/token-bucket';
 import type { MessageBus } from '../messaging/message-bus';
 import { applyPublishRule } from '../messaging/publish-rule';
@@ -52,6 +53,8 @@ export interface ConnectionContext {
   authFramesPerMinute?: number;
   /** False while this instance must not take publishes (refused with `unavailable`); default: always true. */
   acceptingPublishes?: () => boolean;
+  /** The tenant's channel rules (ChannelRulesCache.lookup); default: the default rules for every tenant. */
+  channelRules?: ChannelRulesLookup;
 }
 
 const ALWAYS = () => true;
@@ -208,7 +211,11 @@ export class Connection implements TrackedConnection {
     const topic = checkTopic(frame.topic, this.identity.tenantId);
     if (!topic.ok) return this.error(topic.code, frame.ref);
     const name = frame.topic as string;
-    if (frame.type !== 'unsubscribe' && !this.may(topic.ref.channel, frame.type)) return this.error('forbidden_channel', frame.ref);
+    if (frame.type !== 'unsubscribe') {
+      // Known rules decide at once (no await on a publish); rules that must be asked for and cannot be refuse the frame with `unavailable`.
+      const rules = (this.ctx.channelRules ?? DEFAULT_RULES_LOOKUP)(this.identity.tenantId);
+      if (!this.may(rules instanceof Promise ? await rules : rules, topic.ref.channel, frame.type)) return this.error('forbidden_channel', frame.ref);
+    }
     if (frame.type === 'subscribe') return this.subscribe(name, topic.ref, frame.after, frame.epoch, frame.ref);
     if (frame.type === 'unsubscribe') {
       const sub = this.subscriptions?.get(name);
@@ -226,12 +233,13 @@ export class Connection implements TrackedConnection {
   }
 
   /**
-   * Decided with the current token's cap: a refresh with a narrower cap
-   * applies to requests after it; subscriptions already live stay (not
-   * re-checked retroactively). Unsubscribe is always allowed.
+   * Decided with the tenant's rules and the current token's cap: new rules
+   * or a refresh with a narrower cap apply to requests after them;
+   * subscriptions already live stay (not re-checked retroactively).
+   * Unsubscribe is always allowed.
    */
-  private may(channel: string, action: ChannelAction): boolean {
-    return channelAccess(DEFAULT_CHANNEL_RULES, this.identity.cap, this.identity.userId, channel, action) === 'allow';
+  private may(rules: ChannelRules, channel: string, action: ChannelAction): boolean {
+    return channelAccess(rules, this.identity.cap, this.identity.userId, channel, action) === 'allow';
   }
 
   /**
