@@ -78,9 +78,30 @@ describe('docs/openapi.yaml against the running services', () => {
       expect(errors(await call('POST', template, { headers: admin(), params: { tenant_id: NIL_TENANT } }))).toEqual(['tenant_not_found']);
       expect(errors(await call('POST', template, { headers: admin(), params: { tenant_id: 'nope' } }))).toEqual(['invalid_tenant_id']);
       expect((await call('POST', template, { params: { tenant_id: other.tenant_id } })).status).toBe(401);
+      expect((await call('POST', template, { headers: { ...admin(), ...json }, params: { tenant_id: other.tenant_id }, body: `"${'x'.repeat(2000)}"` })).status).toBe(413);
     }
     expect(errors(await call('POST', '/admin/tenants/{tenant_id}/disable', { headers: { ...admin(), ...json }, params: { tenant_id: other.tenant_id }, body: '[1]' }))).toEqual(['invalid_body']);
-    expect((await call('POST', '/admin/tenants/{tenant_id}/disable', { headers: { ...admin(), ...json }, params: { tenant_id: other.tenant_id }, body: `"${'x'.repeat(2000)}"` })).status).toBe(413);
+
+    // Channel rules (#13), on the second tenant.
+    const rules = '/admin/tenants/{tenant_id}/channel_rules';
+    const onOther = { headers: admin(), params: { tenant_id: other.tenant_id } };
+    expect((await call('GET', rules, onOther)).body).toMatchObject({ tenant_id: other.tenant_id, version: 0 });
+    const doc = { default: ['subscribe', 'history'], channels: [{ pattern: 'chat:*', actions: ['subscribe', 'publish', 'history'], presence: true }] };
+    const set = await call('PUT', rules, { ...onOther, headers: { ...admin(), ...json }, body: JSON.stringify(doc) });
+    expect(set.body).toMatchObject({ version: 1, rules: { default: ['subscribe', 'history'] } });
+    const refused = await call('PUT', rules, { ...onOther, headers: { ...admin(), ...json }, body: '{"channels":[{"pattern":"a b","actions":["subscribe"]}]}' });
+    expect(refused.body).toMatchObject({ errors: ['invalid_channel_rules'], problem: expect.stringMatching(/channels\[0\]\.pattern/) });
+    expect(errors(await call('PUT', rules, { ...onOther, headers: { ...admin(), ...json }, body: 'not json' }))).toEqual(['invalid_body']);
+    expect((await call('PUT', rules, { ...onOther, headers: { ...admin(), ...json }, body: `{"pad":"${'x'.repeat(140_000)}"}` })).status).toBe(413);
+    expect((await call('DELETE', rules, onOther)).body).toMatchObject({ version: 2 });
+    expect(errors(await call('DELETE', rules, { ...onOther, headers: { ...admin(), ...json }, body: '[1]' }))).toEqual(['invalid_body']);
+    expect((await call('DELETE', rules, { ...onOther, headers: { ...admin(), ...json }, body: `"${'x'.repeat(2000)}"` })).status).toBe(413);
+    for (const method of ['GET', 'PUT', 'DELETE']) {
+      const body = method === 'PUT' ? JSON.stringify(doc) : undefined;
+      expect(errors(await call(method, rules, { headers: { ...admin(), ...json }, params: { tenant_id: NIL_TENANT }, body }))).toEqual(['tenant_not_found']);
+      expect(errors(await call(method, rules, { headers: { ...admin(), ...json }, params: { tenant_id: 'nope' }, body }))).toEqual(['invalid_tenant_id']);
+      expect((await call(method, rules, { params: { tenant_id: other.tenant_id }, body })).status).toBe(401);
+    }
 
     const audit = await call('GET', '/admin/audit', { headers: admin(), query: { tenant_id: other.tenant_id, limit: '100' } });
     expect(audit.status).toBe(200);
@@ -126,6 +147,9 @@ describe('docs/openapi.yaml against the running services', () => {
     const me = await call('GET', '/api/v1/me', { headers: user() });
     expect(me.body).toMatchObject({ tenant_id: tenant.tenant_id, user_id: userId });
     expect((await call('GET', '/api/v1/me')).status).toBe(401);
+    // More than MAX_REQUEST_HEADERS (100) header fields.
+    const many = Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`x-extra-${i}`, '1']));
+    expect(errors(await call('GET', '/api/v1/me', { headers: { ...user(), ...many } }))).toEqual(['headers_too_large']);
     // The checker itself: a 200 checked against the 401's documentation is refused.
     await expect(contract.callExpecting(stack.gatewayUrl, 'GET', '/api/v1/me', 'InvalidToken', { headers: user() })).rejects.toThrow(/missing|does not match/);
     expect((await call('GET', '/api/v1/me', { headers: user('not.a.token') })).status).toBe(401);
@@ -186,6 +210,7 @@ describe('docs/openapi.yaml against the running services', () => {
     // The token is in the gateway's verification cache: only realtime is missing.
     expect(errors(await call('GET', '/api/v1/me', { headers: user() }))).toEqual(['upstream_unavailable']);
     expect(errors(await call('POST', '/api/v1/channels/{channel}/messages', { params: { channel: 'general' }, headers: { ...user(), ...json }, body: '{"data":1}' }))).toEqual(['upstream_unavailable']);
+    expect(errors(await call('GET', '/api/v1/channels/{channel}/messages', { params: { channel: 'general' }, headers: user() }))).toEqual(['upstream_unavailable']);
     for (const name of ['verifier1', 'verifier2']) await stack.processes[name]!.stop();
     const fresh = await signWithJose(secret, tenant.tenant_id, randomUUID());
     expect(errors(await call('GET', '/api/v1/me', { headers: user(fresh) }))).toEqual(['auth_unavailable']);
