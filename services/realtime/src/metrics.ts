@@ -3,7 +3,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 // Close codes are chosen by clients too; only these become label values, so
 // the series stay bounded.
-const KNOWN_CLOSE_CODES = new Set([1000, 1001, 1005, 1006, 1008, 1009, 1011, 1013, 4401]);
+const KNOWN_CLOSE_CODES = new Set([1000, 1001, 1005, 1006, 1008, 1009, 1011, 1013, 4401, 4409]);
 
 /**
  * realtime's Prometheus series. Connections are counted in total and by how
@@ -19,6 +19,8 @@ export class RealtimeMetrics {
   readonly fanOutLatency: Histogram;
   /** Reconnects and history reads with `after`, by outcome: what an operator alerts on when history is lost. */
   readonly recoveries: Counter<'source' | 'result'>;
+  /** Frames and connections refused by a limit (docs/API.md "Limits"), by which one. */
+  readonly limitRefusals: Counter<'limit'>;
   private readonly closes: Counter<'code'>;
 
   constructor() {
@@ -27,7 +29,7 @@ export class RealtimeMetrics {
     this.connections = new Gauge({ name: 'relay_realtime_connections', help: 'Open WebSocket connections', registers });
     this.connectedTenants = new Gauge({ name: 'relay_realtime_connected_tenants', help: 'Tenants with at least one open connection', registers });
     this.upgrades = new Counter({ name: 'relay_realtime_upgrades_total', help: 'WebSocket upgrade attempts by result', labelNames: ['result'], registers });
-    this.messagesIn = new Counter({ name: 'relay_realtime_messages_in_total', help: 'Messages published, by source (ws, rest)', labelNames: ['source'], registers });
+    this.messagesIn = new Counter({ name: 'relay_realtime_messages_in_total', help: 'Messages published, by source (ws, rest, server: the host server API)', labelNames: ['source'], registers });
     this.messagesOut = new Counter({ name: 'relay_realtime_messages_out_total', help: 'Message frames sent to subscribers (live and replayed)', registers });
     this.fanOutLatency = new Histogram({
       name: 'relay_realtime_fanout_latency_seconds',
@@ -39,6 +41,12 @@ export class RealtimeMetrics {
       name: 'relay_realtime_recoveries_total',
       help: 'Subscribes (ws) and history reads (rest) with after, by result: recovered, history_lost, too_old',
       labelNames: ['source', 'result'],
+      registers,
+    });
+    this.limitRefusals = new Counter({
+      name: 'relay_realtime_limit_refusals_total',
+      help: 'Refused by a limit: publish_rate, auth_frames, subscriptions, payload_size (ws), tenant_connections',
+      labelNames: ['limit'],
       registers,
     });
     this.closes = new Counter({ name: 'relay_realtime_closes_total', help: 'Closed WebSocket connections by close code', labelNames: ['code'], registers });

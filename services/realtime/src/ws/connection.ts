@@ -188,6 +188,12 @@ export class Connection implements TrackedConnection {
     this.send(replyFrame({ type: 'error', code, ...extra }, ref));
   }
 
+  /** An error frame for a refusal by a limit, which names its number (docs/API.md "Limits"). */
+  private refuse(limit: string, code: ErrorCode, ref: Ref | undefined, extra: { limit: number; retry_after_ms?: number }): void {
+    this.ctx.metrics.limitRefusals.inc({ limit });
+    this.error(code, ref, extra);
+  }
+
   /** A frame from the client (undefined: a binary frame). */
   onFrame(text: string | undefined): void {
     const parsed = text === undefined ? ({ ok: false, ref: undefined } as const) : parseClientFrame(text);
@@ -206,7 +212,7 @@ export class Connection implements TrackedConnection {
     if (frame.type === 'publish' && this.ctx.publishRate) {
       const { ratePerS, burst } = this.ctx.publishRate;
       const taken = (this.publishBucket ??= new TokenBucket(ratePerS, burst, this.ctx.scheduler)).take();
-      if (!taken.ok) return this.error('rate_limited', frame.ref, { limit: ratePerS, retry_after_ms: taken.retryAfterMs });
+      if (!taken.ok) return this.refuse('publish_rate', 'rate_limited', frame.ref, { limit: ratePerS, retry_after_ms: taken.retryAfterMs });
     }
     const topic = checkTopic(frame.topic, this.identity.tenantId);
     if (!topic.ok) return this.error(topic.code, frame.ref);
@@ -225,7 +231,7 @@ export class Connection implements TrackedConnection {
     const deps = { messages: this.ctx.messages, acceptingPublishes: this.ctx.acceptingPublishes ?? ALWAYS };
     const verdict = await applyPublishRule(deps, { ref: topic.ref, userId: this.identity.userId, data: frame.data, idempotencyKey: frame.idempotencyKey });
     if (!verdict.ok) {
-      if (verdict.refusal === 'payload_too_large') return this.error('payload_too_large', frame.ref, { limit: MAX_DATA_BYTES });
+      if (verdict.refusal === 'payload_too_large') return this.refuse('payload_size', 'payload_too_large', frame.ref, { limit: MAX_DATA_BYTES });
       return this.error(verdict.refusal === 'malformed' ? 'invalid_frame' : verdict.refusal, frame.ref);
     }
     this.ctx.metrics.messagesIn.inc({ source: 'ws' });
@@ -253,7 +259,7 @@ export class Connection implements TrackedConnection {
       const current = await this.ctx.messages.epoch(ref);
       return this.send(replyFrame({ type: 'subscribed', topic: name, epoch: current }, frameRef));
     }
-    if (subscriptions.size >= this.ctx.maxSubscriptions) return this.error('too_many_subscriptions', frameRef, { limit: this.ctx.maxSubscriptions });
+    if (subscriptions.size >= this.ctx.maxSubscriptions) return this.refuse('subscriptions', 'too_many_subscriptions', frameRef, { limit: this.ctx.maxSubscriptions });
     const sub = new Subscription(name, ref, this);
     subscriptions.set(name, sub);
     try {
@@ -286,10 +292,10 @@ export class Connection implements TrackedConnection {
 
   private async refresh(token: string, ref: Ref | undefined): Promise<void> {
     // One in flight: the limit is the pending check, which ends with its own reply.
-    if (this.refreshing) return this.error('rate_limited', ref, { limit: 1 });
+    if (this.refreshing) return this.refuse('auth_frames', 'rate_limited', ref, { limit: 1 });
     const perMinute = this.ctx.authFramesPerMinute ?? AUTH_FRAMES_PER_MINUTE;
     if (!this.takeAuthFrame(perMinute)) {
-      return this.error('rate_limited', ref, { limit: perMinute, retry_after_ms: Math.max(1, this.authWindowStart + AUTH_WINDOW_MS - this.ctx.scheduler.now()) });
+      return this.refuse('auth_frames', 'rate_limited', ref, { limit: perMinute, retry_after_ms: Math.max(1, this.authWindowStart + AUTH_WINDOW_MS - this.ctx.scheduler.now()) });
     }
     this.refreshing = true;
     const result = await this.ctx.registry

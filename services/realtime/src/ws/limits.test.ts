@@ -88,12 +88,22 @@ describe('realtime limits and the errors that name them', () => {
     const refused = await refusedConnection(rt.ws, issueToken(verifier, { tenantId, expiresAt: Math.floor(clock.now() / 1000) + 3600 }).token);
     expect(refused.frames).toEqual([{ type: 'error', code: 'too_many_connections', limit: 2, retry_after_ms: 5000 }]);
     expect(refused.close).toEqual({ code: CLOSE_TOO_MANY_CONNECTIONS, reason: 'too_many_connections' });
+    // The operator learns which tenant (the token never appears in the log).
+    const logged = rt.logs.filter((l) => l.includes('tenant connection limit'));
+    expect(logged.some((l) => l.includes(tenantId))).toBe(true);
     // Other tenants are not affected.
     await connect();
     await first.close();
     clients.splice(clients.indexOf(first), 1);
     await vi.waitFor(async () => expect(await openConnections()).toBe(2));
     expect((await connect({ tenantId })).c.frames[0]).toMatchObject({ type: 'ready', tenant_id: tenantId });
+  });
+
+  it('counted each refusal above by its limit, for operators', async () => {
+    const text = await rt.server.metrics.registry.metrics();
+    for (const limit of ['publish_rate', 'subscriptions', 'payload_size', 'auth_frames', 'tenant_connections']) {
+      expect(text).toMatch(new RegExp(`relay_realtime_limit_refusals_total\\{[^}]*limit="${limit}"[^}]*\\} [1-9]`));
+    }
   });
 
   it('REST: a 413 keeps the contract body and carries the data limit in X-Relay-Limit', async () => {

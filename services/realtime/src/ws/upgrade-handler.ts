@@ -30,6 +30,8 @@ export interface UpgradeOptions {
  * contract's 401 (or 503 when the verifier cannot answer).
  */
 export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<void> | void {
+  // One line a second at most: a tenant at its limit reconnecting in a loop must not flood the log.
+  let lastTenantLimitLog = -Infinity;
   return (req, socket, head) => {
     // A client that vanishes mid-check must not crash the process.
     socket.on('error', ignoreSocketError);
@@ -52,7 +54,14 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
           let upgraded = false;
           opts.wss.handleUpgrade(req, socket, head, (ws) => {
             upgraded = true;
-            if (!admission.ok) return refuseOverTenantLimit(ws, admission.limit);
+            if (!admission.ok) {
+              opts.metrics.limitRefusals.inc({ limit: 'tenant_connections' });
+              if (opts.scheduler.now() - lastTenantLimitLog >= 1000) {
+                lastTenantLimitLog = opts.scheduler.now();
+                opts.logger.info({ tenant_id: result.identity.tenantId, limit: admission.limit }, 'websocket refused: tenant connection limit');
+              }
+              return refuseOverTenantLimit(ws, admission.limit);
+            }
             // Registered first, so the slot is free before anything else sees the close.
             ws.once('close', admission.slot.release);
             opts.accept(ws, result.identity, token);
