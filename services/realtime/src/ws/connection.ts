@@ -49,7 +49,7 @@ export interface ConnectionContext {
   maxBufferedBytes: number;
   /** PUBLISH_RATE_PER_S and PUBLISH_BURST; default: unlimited (tests that do not care). */
   publishRate?: { ratePerS: number; burst: number };
-  /** AUTH_FRAMES_PER_MINUTE; default AUTH_FRAMES_PER_MINUTE. */
+  /** AUTH_FRAMES_PER_MINUTE; default: the constant AUTH_FRAMES_PER_MINUTE below. */
   authFramesPerMinute?: number;
   /** False while this instance must not take publishes (refused with `unavailable`); default: always true. */
   acceptingPublishes?: () => boolean;
@@ -62,8 +62,9 @@ const ALWAYS = () => true;
 /**
  * `auth` frames a connection may send per minute, unless AUTH_FRAMES_PER_MINUTE
  * says otherwise. A client refreshes once per token lifetime (minutes at
- * least); a few retries on top fit easily. Each frame costs a verifier call, so the bound is what keeps one connection from
- * starving everyone else's upgrades.
+ * least); a few retries on top fit easily. Each frame costs a verifier call,
+ * so the bound is what keeps one connection from starving everyone else's
+ * upgrades.
  */
 export const AUTH_FRAMES_PER_MINUTE = 10;
 const AUTH_WINDOW_MS = 60_000;
