@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createLogger, createRedis, redisReady } from '@service-relay/core';
 import { deleteRedisPrefix, FakeVerifier, TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualScheduler } from '../realtime/scheduler';
@@ -6,6 +7,7 @@ import { issueToken, startRealtime, type RealtimeInstance } from '../test-suppor
 import { refusedConnection } from '../test-support/refused-connection';
 import { WsTestClient } from '../test-support/ws-test-client';
 import { CLOSE_TOO_MANY_CONNECTIONS } from '../ws/close-codes';
+import { RedisTenantConnections } from './redis-tenant-connections';
 
 // MAX_CONNECTIONS_PER_TENANT counts across two realtime instances on one real Redis, as two processes would.
 describe('MAX_CONNECTIONS_PER_TENANT across two instances on one Redis', () => {
@@ -54,5 +56,24 @@ describe('MAX_CONNECTIONS_PER_TENANT across two instances on one Redis', () => {
     expect((await connect(a, tenantId)).frames[0]).toMatchObject({ type: 'ready', tenant_id: tenantId });
     expect((await refusedConnection(a.ws, token(tenantId))).close.code).toBe(CLOSE_TOO_MANY_CONNECTIONS);
     expect((await connect(a, other)).frames[0]).toMatchObject({ type: 'ready', tenant_id: other });
+  });
+
+  it('stops counting a killed instance’s connections once its heartbeat deadline passes', async () => {
+    // A third instance that took two slots and was then SIGKILLed: it never
+    // heartbeats again (its own clock never moves) and never releases.
+    const redis = createRedis(TEST_REDIS_URL);
+    await redisReady(redis);
+    const killed = new RedisTenantConnections({ redis, prefix, limit: 2, scheduler: new ManualScheduler(clock.now()), logger: createLogger({ service: 't', level: 'silent' }) });
+    const tenantId = randomUUID();
+    try {
+      expect((await killed.acquire(tenantId)).ok).toBe(true);
+      expect((await killed.acquire(tenantId)).ok).toBe(true);
+      expect((await refusedConnection(a.ws, token(tenantId))).close.code).toBe(CLOSE_TOO_MANY_CONNECTIONS);
+      // 30 s without a heartbeat: its count no longer stands.
+      clock.advance(30_001);
+      expect((await connect(a, tenantId)).frames[0]).toMatchObject({ type: 'ready', tenant_id: tenantId });
+    } finally {
+      redis.disconnect();
+    }
   });
 });
