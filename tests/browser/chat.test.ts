@@ -57,7 +57,7 @@ describe('the chat example in chromium', () => {
   });
 
   const text = (page: Page, id: string) => page.locator(`#${id}`).innerText();
-  const waitText = (page: Page, id: string, value: string) => page.locator(`#${id}`, { hasText: new RegExp(`^${value}$`) }).waitFor(WAIT);
+  const waitText = (page: Page, id: string, value: string, timeout = WAIT.timeout) => page.locator(`#${id}`, { hasText: new RegExp(`^${value}$`) }).waitFor({ timeout });
   const messages = (page: Page) => page.locator('#messages li').allInnerTexts();
   const line = (page: Page, value: string) => page.locator('#messages li', { hasText: value });
 
@@ -88,7 +88,7 @@ describe('the chat example in chromium', () => {
 
   it("bob's token is refreshed in place, past the first token's expiry, on the connection he opened", async () => {
     // Two refreshes take longer than the first token lived: without them realtime would have closed it (4401).
-    await waitText(bob, 'refresh-count', '2');
+    await waitText(bob, 'refresh-count', '2', 2 * TOKEN_TTL_S * 1000);
     expect(await text(bob, 'conn-count')).toBe('1');
     expect(await text(bob, 'conn-state')).toBe('connected');
     await say(alice, 'still there?');
