@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { FakeVerifier } from '@service-relay/testkit';
+import { FakeVerifier, rawExchange } from '@service-relay/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualScheduler } from '../realtime/scheduler';
 import { gatewayHeaders, issueToken, startRealtime, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
@@ -96,6 +96,18 @@ describe('realtime limits and the errors that name them', () => {
     await first.close();
     clients.splice(clients.indexOf(first), 1);
     await vi.waitFor(async () => expect(await openConnections()).toBe(2));
+    expect((await connect({ tenantId })).c.frames[0]).toMatchObject({ type: 'ready', tenant_id: tenantId });
+  });
+
+  it('connect: a handshake ws refuses after the token was admitted gives its slot back', async () => {
+    const tenantId = randomUUID();
+    for (let i = 0; i < 2; i++) {
+      const bearer = issueToken(verifier, { tenantId, expiresAt: Math.floor(clock.now() / 1000) + 3600 }).token;
+      // No Sec-WebSocket-Key: ws answers 400 itself, after the tenant's slot was taken.
+      const answer = await rawExchange(rt.server.port, `GET /ws HTTP/1.1\r\nhost: x\r\nupgrade: websocket\r\nconnection: Upgrade\r\nauthorization: Bearer ${bearer}\r\n\r\n`);
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    }
+    await connect({ tenantId });
     expect((await connect({ tenantId })).c.frames[0]).toMatchObject({ type: 'ready', tenant_id: tenantId });
   });
 
