@@ -79,6 +79,11 @@ describe('realtime limits and the errors that name them', () => {
     expect(refused).toEqual({ type: 'error', code: 'rate_limited', limit: 2, retry_after_ms: 45_000, ref: refused.ref });
     clock.advance(45_000);
     expect(await c.request({ type: 'auth', token: fresh() })).toMatchObject({ type: 'authenticated' });
+    // One check in flight: the limit is 1 and the pending reply, not a time, ends it.
+    c.send({ type: 'auth', token: fresh(), ref: 'first' });
+    c.send({ type: 'auth', token: fresh(), ref: 'second' });
+    expect(await c.next((f) => f.ref === 'second')).toEqual({ type: 'error', code: 'rate_limited', limit: 1, ref: 'second' });
+    expect(await c.next((f) => f.ref === 'first')).toMatchObject({ type: 'authenticated' });
   });
 
   it('connect: over MAX_CONNECTIONS_PER_TENANT an error frame with the limit, then close 4429 and no ready; a slot frees on close', async () => {
