@@ -15,6 +15,7 @@ describe('loadConfig', () => {
       verifierAddr: '127.0.0.1:50051',
       registryUrl: 'http://127.0.0.1:8082',
       realtimeUrl: 'http://127.0.0.1:8081',
+      realtimeUrls: ['http://127.0.0.1:8081'],
       corsOrigins: [],
       upstreamTimeoutMs: 10_000,
       verifyDeadlineMs: 2000,
@@ -32,8 +33,19 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...base, TRUST_PROXY: 'true' }).trustProxy).toBe(true);
   });
 
+  it('takes REALTIME_URL as a comma-separated list of instances (the first is realtimeUrl)', () => {
+    const c = loadConfig({ ...base, REALTIME_URL: 'http://rt-a:8081/, https://rt-b:8443' });
+    expect(c.realtimeUrls).toEqual(['http://rt-a:8081', 'https://rt-b:8443']);
+    expect(c.realtimeUrl).toBe('http://rt-a:8081');
+    expect(Object.isFrozen(c.realtimeUrls)).toBe(true);
+  });
+
   it.each([
     [{ INTERNAL_TOKEN: 'short' }, 'INTERNAL_TOKEN'],
+    [{ ...base, REALTIME_URL: 'http://a:1,ftp://b' }, 'REALTIME_URL'],
+    [{ ...base, REALTIME_URL: 'http://a:1,,http://b:2' }, 'REALTIME_URL'],
+    [{ ...base, REALTIME_URL: 'http://a:1,http://a:1/' }, 'REALTIME_URL'],
+    [{ ...base, REALTIME_URL: 'http://a:1,not a url' }, 'REALTIME_URL'],
     [{ ...base, GATEWAY_PORT: 'x' }, 'GATEWAY_PORT'],
     [{ ...base, REALTIME_URL: 'ftp://x' }, 'REALTIME_URL'],
     [{ ...base, VERIFIER_ADDR: 'nohost' }, 'VERIFIER_ADDR'],

@@ -25,6 +25,9 @@ export interface GatewayConfig {
   registryUrl: string;
   /** The registry's gRPC address and the lease of the tenant feed. */
   tenantFeed: TenantFeedConfig;
+  /** REALTIME_URL: one or more realtime base URLs, comma-separated; requests and upgrades take them in turn. */
+  realtimeUrls: readonly string[];
+  /** The first of realtimeUrls. */
   realtimeUrl: string;
   internalToken: string;
   redis: RedisSettings;
@@ -55,6 +58,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
   const r = new EnvReader(env);
   const redis = readRedisSettings(r);
   requireRedisWhenAlone(redis, opts.standalone ?? false);
+  const realtimeUrls = readUrlList(r, 'REALTIME_URL', `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`);
   const config: GatewayConfig = {
     port: r.port('GATEWAY_PORT', DEFAULT_PORTS.GATEWAY_PORT),
     host: r.bindHost('GATEWAY_HOST'),
@@ -63,7 +67,8 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
     verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),
     tenantFeed: Object.freeze(readTenantFeedConfig(r)),
     registryUrl: stripSlash(r.url('REGISTRY_URL', ['http:', 'https:'], `http://127.0.0.1:${DEFAULT_PORTS.REGISTRY_HTTP_PORT}`)),
-    realtimeUrl: stripSlash(r.url('REALTIME_URL', ['http:', 'https:'], `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`)),
+    realtimeUrls,
+    realtimeUrl: realtimeUrls[0]!,
     internalToken: r.credential('INTERNAL_TOKEN'),
     redis,
     corsOrigins: parseOrigins(r.optional('CORS_ORIGINS')),
@@ -75,6 +80,20 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
     logLevel: r.logLevel(),
   };
   return Object.freeze(config);
+}
+
+/**
+ * A comma-separated list of http(s) base URLs (one gateway in front of
+ * several realtime instances); each entry follows the single-URL rules.
+ */
+function readUrlList(r: EnvReader, name: string, fallback: string): readonly string[] {
+  const raw = r.optional(name);
+  if (raw === undefined) return Object.freeze([fallback]);
+  const items = raw.split(',').map((s) => s.trim());
+  if (items.some((s) => s.length === 0)) throw new ConfigError(name, 'has an empty entry (a list is comma-separated URLs)');
+  const urls = items.map((item) => stripSlash(new EnvReader({ [name]: item }).url(name, ['http:', 'https:'], fallback)));
+  if (new Set(urls).size !== urls.length) throw new ConfigError(name, 'lists the same URL twice');
+  return Object.freeze(urls);
 }
 
 function stripSlash(url: string): string {

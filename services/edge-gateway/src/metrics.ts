@@ -3,7 +3,7 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import type { AuthObserver } from './auth/authenticator';
 
 /** Route labels are a closed set so a client cannot grow the metric's cardinality. */
-export type RouteLabel = 'api_v1' | 'host_fetch' | 'ops' | 'preflight' | 'not_found';
+export type RouteLabel = 'api_v1' | 'host_fetch' | 'host_api' | 'ops' | 'preflight' | 'not_found' | 'ws';
 
 export interface GatewayMetrics {
   registry: Registry;

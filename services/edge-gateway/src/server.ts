@@ -1,5 +1,5 @@
 import { createServer as createHttpServer } from 'node:http';
-import { closeServer, createLogger, guardConnections, listen, startTracing, systemClock, traceRequests, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
+import { closeServer, createLogger, guardConnections, listen, startTracing, systemClock, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
 import { Authenticator } from './auth/authenticator';
@@ -9,6 +9,8 @@ import { createApp } from './http/create-app';
 import { createGatewayMetrics } from './metrics';
 import { gatewayReadiness } from './http/readiness';
 import { createUpstreamAgent } from './http/upstream-agent';
+import { roundRobin } from './http/upstream-pool';
+import { createWsProxy } from './http/ws-proxy';
 
 export interface GatewayDeps {
   /** The launcher's shared bus; the gateway then leaves closing it to the launcher. */
@@ -51,7 +53,7 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
     metrics,
     agent,
     authenticator,
-    readiness: gatewayReadiness(verifier, { registry: config.registryUrl, realtime: config.realtimeUrl }),
+    readiness: gatewayReadiness(verifier, { registry: config.registryUrl, ...realtimeChecks(config.realtimeUrls) }),
   });
   // Node keeps only the first maxHeadersCount fields; one past the cap is
   // enough for create-app to see the excess and answer 431. Truncation can
@@ -61,6 +63,9 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
   // check continue it: the proxy copies the traceparent this sets.
   const server = createHttpServer({ requireHostHeader: false }, traceRequests(tracing, app, { forward: true }));
   server.maxHeadersCount = config.maxRequestHeaders + 1;
+  // One public origin: WebSocket upgrades on /ws go to realtime (which verifies the token), under the same connection guard.
+  const wsProxy = createWsProxy({ realtime: roundRobin(config.realtimeUrls), timeoutMs: config.upstreamTimeoutMs, maxRequestHeaders: config.maxRequestHeaders, trustProxy: config.trustProxy, logger, metrics });
+  server.on('upgrade', traceUpgrades(tracing, wsProxy.handle));
   guardConnections(server, config.connectionLimits, logger);
   let port = 0;
 
@@ -75,10 +80,12 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
       // (and cannot miss its deadline doing so); not fatal, checks fail closed until it is up.
       if (!(await verifier.ready())) logger.warn({ verifier: config.verifierAddr }, 'verifier not reachable at start');
       port = await listen(server, config.port, config.host);
-      logger.info({ host: config.host, port, verifier: config.verifierAddr, registry: config.registryUrl, realtime: config.realtimeUrl }, 'edge-gateway listening');
+      logger.info({ host: config.host, port, verifier: config.verifierAddr, registry: config.registryUrl, realtime: config.realtimeUrls }, 'edge-gateway listening');
     },
     async stop() {
-      await closeServer(server);
+      const closing = closeServer(server);
+      wsProxy.closeAll();
+      await closing;
       agent.destroy();
       authenticator.close();
       if (!deps.feed) feed.close();
@@ -87,4 +94,9 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
       if (!deps.tracing) await tracing.shutdown();
     },
   };
+}
+
+/** One readiness check per realtime instance: `realtime`, then `realtime_2`, `realtime_3`, … */
+function realtimeChecks(urls: readonly string[]): Record<string, string> {
+  return Object.fromEntries(urls.map((url, i) => [i === 0 ? 'realtime' : `realtime_${i + 1}`, url]));
 }

@@ -9,9 +9,10 @@ import { applyCors } from './cors';
 import type { GatewayMetrics } from '../metrics';
 import { beginRequest, contextOf } from './request-context';
 import { createUpstreamProxy, type ForwardFn } from './upstream-proxy';
+import { roundRobin } from './upstream-pool';
 
 export interface AppOptions {
-  config: Pick<GatewayConfig, 'registryUrl' | 'realtimeUrl' | 'internalToken' | 'corsOrigins' | 'upstreamTimeoutMs' | 'trustProxy'> & Partial<Pick<GatewayConfig, 'maxRequestHeaders'>>;
+  config: Pick<GatewayConfig, 'registryUrl' | 'realtimeUrl' | 'internalToken' | 'corsOrigins' | 'upstreamTimeoutMs' | 'trustProxy'> & Partial<Pick<GatewayConfig, 'maxRequestHeaders' | 'realtimeUrls'>>;
   logger: Logger;
   metrics: GatewayMetrics;
   readiness: ReadinessCheck;
@@ -45,7 +46,9 @@ export function createApp(opts: AppOptions): Express {
 
   const proxyBase = { agent: opts.agent, timeoutMs: config.upstreamTimeoutMs, logger, metrics };
   const toRegistry = createUpstreamProxy({ ...proxyBase, name: 'registry', target: config.registryUrl, stripAuthorization: false });
-  const toRealtime = createUpstreamProxy({ ...proxyBase, name: 'realtime', target: config.realtimeUrl, stripAuthorization: true });
+  // Several realtime instances (REALTIME_URL a list): each request goes to the next.
+  const realtime = roundRobin(config.realtimeUrls ?? [config.realtimeUrl]);
+  const toRealtime = createUpstreamProxy({ ...proxyBase, name: 'realtime', target: realtime.urls[0]!, ...(realtime.size > 1 && { router: realtime.next }), stripAuthorization: true });
   const ops = { metrics: metrics.registry, readiness: opts.readiness };
 
   const app = express();

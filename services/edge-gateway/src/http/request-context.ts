@@ -55,7 +55,7 @@ export function beginRequest(req: IncomingMessage, res: ServerResponse, opts: { 
  * The socket peer, or with TRUST_PROXY the last X-Forwarded-For hop: the one
  * our own proxy appended. Earlier entries are whatever the client wrote.
  */
-function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
+export function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
   if (trustProxy) {
     const xff = req.headers['x-forwarded-for'];
     const list = (Array.isArray(xff) ? xff.join(',') : (xff ?? '')).split(',');

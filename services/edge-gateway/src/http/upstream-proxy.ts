@@ -10,6 +10,8 @@ export interface UpstreamProxyOptions {
   /** Label for logs and metrics. */
   name: string;
   target: string;
+  /** Picks the target per request (several realtime instances); default: always `target`. */
+  router?: () => string;
   agent: Agent;
   timeoutMs: number;
   /** Drop the client's Authorization (the bearer token must not reach realtime; the registry needs Basic). */
@@ -36,6 +38,7 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
   const inFlight = new WeakMap<IncomingMessage, InFlight>();
   const middleware = createProxyMiddleware<IncomingMessage, ServerResponse>({
     target: opts.target,
+    ...(opts.router && { router: opts.router }),
     agent: opts.agent,
     changeOrigin: true,
     ejectPlugins: true,
