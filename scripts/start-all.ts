@@ -56,8 +56,12 @@ async function main(): Promise<Running> {
   };
 
   const started: Running[] = [];
+  let realtimeServer: Running | undefined;
   const stopAll = async () => {
-    for (const s of started.reverse()) await s.stop().catch((err: unknown) => logger.error({ err }, 'stop failed'));
+    // Realtime first: its "going away" (1001) reaches clients through the
+    // gateway, whose WebSocket pipes are still open; then the rest, front to back.
+    const order = realtimeServer ? [realtimeServer, ...started.reverse().filter((s) => s !== realtimeServer)] : started.reverse();
+    for (const s of order) await s.stop().catch((err: unknown) => logger.error({ err }, 'stop failed'));
     await bus.close();
   };
   try {
@@ -70,6 +74,7 @@ async function main(): Promise<Running> {
     const rt = await realtime.createServer(configs.realtime, { bus });
     await rt.start();
     started.push(rt);
+    realtimeServer = rt;
     const gw = await gateway.createServer(configs.gateway, { bus });
     await gw.start();
     started.push(gw);
@@ -83,8 +88,8 @@ async function main(): Promise<Running> {
       [
         '',
         `service-relay is running (${storage}; ${busNote})`,
-        `  edge-gateway     http://${at(c.gateway.host, gw.port)}          REST API and host-sync fetch`,
-        `  realtime         ws://${at(c.realtime.host, rt.port)}/ws         WebSocket (REST side for the gateway only)`,
+        `  edge-gateway     http://${at(c.gateway.host, gw.port)}          the one public origin: REST API, WebSocket on ws://${at(c.gateway.host, gw.port)}/ws, host API`,
+        `  realtime         ws://${at(c.realtime.host, rt.port)}/ws         behind the gateway (its WebSocket also answers directly)`,
         `  tenant-registry  http://${at(c.registry.httpHost, reg.httpPort)}          admin API; gRPC key API on ${at(c.registry.grpcHost, reg.grpcPort)}`,
         `  auth-verifier    grpc ${at(c.verifier.grpcHost, ver.grpcPort)}          health and metrics on http://${at(c.verifier.httpHost, ver.httpPort)}`,
         `  admin token      ADMIN_TOKEN ${secretsNote}`,

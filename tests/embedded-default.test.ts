@@ -41,6 +41,7 @@ describe('npm start on the embedded default', () => {
     env.REALTIME_URL = `http://127.0.0.1:${env.REALTIME_PORT}`;
     await start();
     expect(proc!.logs).toContain(`http://127.0.0.1:${env.GATEWAY_PORT}`);
+    expect(proc!.logs).toContain(`ws://127.0.0.1:${env.GATEWAY_PORT}/ws`);
     expect(proc!.logs).toContain(`ws://127.0.0.1:${env.REALTIME_PORT}/ws`);
     expect(proc!.logs).toContain(join(dataDir, 'secrets.env'));
     expect(statSync(join(dataDir, 'secrets.env')).mode & 0o777).toBe(0o600);
@@ -56,7 +57,8 @@ describe('npm start on the embedded default', () => {
     const token = await signWithJose(secret, tenant.tenant_id, randomUUID());
     expect((await me(gateway, token)).status).toBe(200);
 
-    const sock = await TestSocket.open(`ws://127.0.0.1:${env.REALTIME_PORT}/ws`, token, true);
+    // One origin: the WebSocket goes through the gateway's port like the REST calls.
+    const sock = await TestSocket.open(`ws://127.0.0.1:${env.GATEWAY_PORT}/ws`, token, true);
     sock.send({ type: 'subscribe', topic: `tenants/${tenant.tenant_id}/channels/general` });
     await sock.next((f) => f.type === 'subscribed');
     const posted = await fetch(`${gateway}/api/v1/channels/general/messages`, {
@@ -67,7 +69,8 @@ describe('npm start on the embedded default', () => {
     expect(posted.status).toBe(201);
     expect((await sock.next((f) => f.type === 'message')).data).toBe('hello');
 
-    // Ctrl-C (SIGINT to the process group): connections are closed as "going away" and every
+    // Ctrl-C (SIGINT to the process group): connections are closed as "going away" (realtime's
+    // 1001 passes through the gateway, which the launcher stops after realtime) and every
     // service stops. npm itself then re-raises the signal (a shell shows 130), so the clean
     // stop is read from the launcher's own last line.
     await proc!.stop('SIGINT');
