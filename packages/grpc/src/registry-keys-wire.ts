@@ -17,6 +17,13 @@ export interface GetTenantKeysResponse {
   previous?: SigningKeyMessage | null;
   /** The tenant feed sequence the answer reflects. */
   as_of_seq: number;
+  /** Users whose tokens issued before `before` are revoked (absent from older peers). */
+  user_revocations?: UserRevocationMessage[];
+}
+
+export interface UserRevocationMessage {
+  user_id: string;
+  before: number;
 }
 
 export interface ChangesSinceRequest {

@@ -13,6 +13,8 @@ export interface VerifyResponseWire {
   reason: string;
   /** The `cap` claim, compact canonical JSON; '' (or absent from older peers) when the token has none. */
   cap_json?: string;
+  /** The token's integer `iat`; 0 (or absent from older peers) when it has none. */
+  issued_at?: number;
 }
 
 export interface VerifyStreamRequest {

@@ -13,6 +13,8 @@ export interface VerifiedIdentity {
   keyVersion: number;
   /** The token's `cap` claim, validated; undefined when the token has none (no channel restriction). */
   cap?: ChannelCapability | undefined;
+  /** The token's integer `iat`, seconds since the epoch; undefined when it has none (a user revocation closes such a connection). */
+  issuedAt?: number | undefined;
 }
 
 export type VerifyResult = { valid: true; identity: VerifiedIdentity } | { valid: false; reason: string };
@@ -35,13 +37,14 @@ export function fromWire(r: VerifyResponseWire): VerifyResult {
       keySlot: r.key_slot === 'KEY_SLOT_PREVIOUS' ? 'previous' : 'primary',
       keyVersion: r.key_version,
       ...(cap !== undefined && { cap }),
+      ...(typeof r.issued_at === 'number' && r.issued_at > 0 && { issuedAt: r.issued_at }),
     },
   };
 }
 
 export function toWire(result: VerifyResult): VerifyResponseWire {
   if (!result.valid) {
-    return { valid: false, tenant_id: '', user_id: '', expires_at: 0, key_slot: 'KEY_SLOT_UNSPECIFIED', key_version: 0, reason: result.reason, cap_json: '' };
+    return { valid: false, tenant_id: '', user_id: '', expires_at: 0, key_slot: 'KEY_SLOT_UNSPECIFIED', key_version: 0, reason: result.reason, cap_json: '', issued_at: 0 };
   }
   const i = result.identity;
   return {
@@ -53,5 +56,6 @@ export function toWire(result: VerifyResult): VerifyResponseWire {
     key_version: i.keyVersion,
     reason: '',
     cap_json: i.cap === undefined ? '' : capabilityJson(i.cap),
+    issued_at: i.issuedAt ?? 0,
   };
 }

@@ -33,6 +33,8 @@ export interface RegistryConfig {
   auditRetentionMs: number;
   /** Failed admin authentications written to the audit log per minute; the rest are counted on the next row. */
   auditUnauthenticatedPerMinute: number;
+  /** REALTIME_URL: realtime's internal HTTP side, for the host server API's publish and presence (#13). */
+  realtimeUrl: string;
 }
 
 export interface LoadConfigOptions {
@@ -68,6 +70,7 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     feedRetentionMs: r.int('FEED_RETENTION_S', 7 * 86_400, 60, 365 * 86_400) * 1000,
     auditRetentionMs: r.int('AUDIT_RETENTION_DAYS', 90, 1, 3650) * 86_400_000,
     auditUnauthenticatedPerMinute: r.int('AUDIT_UNAUTHENTICATED_PER_MINUTE', 10, 0, 1000),
+    realtimeUrl: r.url('REALTIME_URL', ['http:', 'https:'], `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`).replace(/\/+$/, ''),
   });
 }
 

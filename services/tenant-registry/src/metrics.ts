@@ -10,6 +10,7 @@ export class RegistryMetrics {
   readonly registry: Registry;
   private readonly adminRequests: Counter<'route' | 'status'>;
   private readonly fetches: Counter<'result'>;
+  private readonly hostRequests: Counter<'route' | 'status'>;
   private readonly keyCalls: Counter<'result'>;
   private readonly feedCalls: Counter<'result'>;
   private readonly rulesCalls: Counter<'result'>;
@@ -29,6 +30,12 @@ export class RegistryMetrics {
       name: 'relay_registry_host_sync_fetches_total',
       help: 'Host-sync secret fetches by result',
       labelNames: ['result'],
+      registers: [this.registry],
+    });
+    this.hostRequests = new Counter({
+      name: 'relay_registry_host_requests_total',
+      help: 'Host server API requests (publish, presence, disconnect, revoke_tokens) by route and HTTP status',
+      labelNames: ['route', 'status'],
       registers: [this.registry],
     });
     this.keyCalls = new Counter({
@@ -88,6 +95,10 @@ export class RegistryMetrics {
 
   fetch(result: FetchResult): void {
     this.fetches.inc({ result });
+  }
+
+  hostRequest(route: string, status: number): void {
+    this.hostRequests.inc({ route, status: String(status) });
   }
 
   keyCall(result: KeyCallResult): void {

@@ -18,11 +18,15 @@ import { TenantStore } from './store/tenant-store';
 import { HostSyncCheck } from './tenants/host-sync-check';
 import { Propagation } from './tenants/propagation';
 import { TenantAdmin } from './tenants/tenant-admin';
+import { UserActions } from './tenants/user-actions';
+import { RealtimeClient } from './realtime/realtime-client';
 
 /** The latest feed sequence is announced on the bus this often, so a consumer that missed a notice pulls at once. */
 const HEARTBEAT_MS = 1000;
 const PRUNE_EVERY_MS = 3_600_000;
 const HOST_FETCH_WINDOW_MS = 60_000;
+/** A server publish or presence call to realtime not answered within this is 503 unavailable. */
+const REALTIME_TIMEOUT_MS = 5000;
 
 export interface RegistryDeps {
   /** The shared bus when every service runs in one process; else one is made from config.redis. */
@@ -98,6 +102,8 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         pruner = setInterval(() => {
           feed.prune(config.feedRetentionMs).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'tenant feed prune failed'));
           audit.prune(config.auditRetentionMs).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'audit log prune failed'));
+          // A revocation outlives every token it can concern (ARCHITECTURE "Host server API").
+          store.users.prune(config.feedRetentionMs / 1000).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'user revocations prune failed'));
         }, PRUNE_EVERY_MS);
         pruner.unref();
         const adminTokens = new AdminTokens(config.adminToken, config.adminTokenNext);
@@ -106,8 +112,11 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
           limiterRedis.on('error', (err: Error) => logger.debug({ err: err.message }, 'rate limiter redis error'));
         }
         const limiter = createRateLimiter({ limit: config.hostFetchRateLimit, windowMs: HOST_FETCH_WINDOW_MS, clock: deps.clock ?? systemClock, logger, redis: limiterRedis, prefix: config.redis.prefix });
+        const users = new UserActions(store.users, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds));
+        const realtime = new RealtimeClient({ baseUrl: config.realtimeUrl, internalToken: config.internalToken, timeoutMs: REALTIME_TIMEOUT_MS });
         const app = createApp({
           hostFetch: { limiter, internalToken: config.internalToken },
+          hostApi: { users, realtime, ...(deps.clock && { clock: deps.clock }) },
           admin: new TenantAdmin(store, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds)),
           hostSync: new HostSyncCheck(store, crypto.hostSync),
           adminTokens,

@@ -67,5 +67,6 @@ function toData(res: GetTenantKeysResponse): TenantKeysData | undefined {
   const key = (k: SigningKeyMessage | null | undefined) => (k && k.secret ? { secret: k.secret, keyVersion: Number(k.key_version) } : undefined);
   const primary = key(res.primary);
   if (!primary && !res.disabled) return undefined;
-  return { found: true, disabled: res.disabled, version, asOfSeq, primary, previous: key(res.previous) };
+  const userRevocations = (res.user_revocations ?? []).map((r) => ({ userId: r.user_id.toLowerCase(), before: Number(r.before) }));
+  return { found: true, disabled: res.disabled, version, asOfSeq, primary, previous: key(res.previous), ...(userRevocations.length > 0 && { userRevocations }) };
 }

@@ -38,7 +38,7 @@ describe('tokens signed by independent libraries with a fetched secret', () => {
       .setIssuedAt(NOW_S)
       .setExpirationTime(NOW_S + 900)
       .sign(new TextEncoder().encode(secret));
-    expect(checker.check(token, () => keys)).toEqual({ valid: true, identity: { tenantId, userId, expiresAt: NOW_S + 900, keySlot: 'primary', keyVersion: 7 } });
+    expect(checker.check(token, () => keys)).toEqual({ valid: true, identity: { tenantId, userId, expiresAt: NOW_S + 900, keySlot: 'primary', keyVersion: 7, issuedAt: NOW_S } });
   });
 
   it("PyJWT (Debian's python3-jwt under /usr/bin/python3)", () => {
@@ -52,7 +52,7 @@ describe('tokens signed by independent libraries with a fetched secret', () => {
     const claims = { iss: 'service-relay', aud: 'service-relay', exp: NOW_S + 600, iat: NOW_S, tenant_id: tenantId, user_id: userId };
     // Runs unconditionally: a missing interpreter or module fails this test.
     const token = execFileSync('/usr/bin/python3', ['-c', script, JSON.stringify(claims), secret], { encoding: 'utf8' }).trim();
-    expect(checker.check(token, () => keys)).toEqual({ valid: true, identity: { tenantId, userId, expiresAt: NOW_S + 600, keySlot: 'primary', keyVersion: 7 } });
+    expect(checker.check(token, () => keys)).toEqual({ valid: true, identity: { tenantId, userId, expiresAt: NOW_S + 600, keySlot: 'primary', keyVersion: 7, issuedAt: NOW_S } });
     const other = execFileSync('/usr/bin/python3', ['-c', script, JSON.stringify(claims), 'another-secret-of-enough-length-0123456789ab'], { encoding: 'utf8' }).trim();
     expect(checker.check(other, () => keys)).toEqual({ valid: false, reason: 'bad_signature' });
   });

@@ -20,6 +20,8 @@ export const REJECT_REASONS = [
   'unknown_tenant',
   'tenant_disabled',
   'bad_signature',
+  // The host revoked this user's tokens issued before a moment, and this one has no `iat` or an earlier one (#13).
+  'user_revoked',
 ] as const;
 
 export type RejectReason = (typeof REJECT_REASONS)[number];

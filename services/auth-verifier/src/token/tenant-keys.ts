@@ -18,6 +18,8 @@ export interface KnownTenant {
   version: number;
   /** Primary first, then previous when there is one. */
   keys: readonly SigningKey[];
+  /** Lowercase user id -> unix seconds: that user's tokens with `iat` absent or earlier are rejected. */
+  revokedUsers: ReadonlyMap<string, number>;
 }
 
 export interface UnknownTenant {
@@ -37,6 +39,8 @@ export interface TenantKeysData {
   asOfSeq?: number;
   primary?: { secret: string; keyVersion: number } | undefined;
   previous?: { secret: string; keyVersion: number } | undefined;
+  /** User-level revocations (user id lowercase, `before` unix seconds); absent means none. */
+  userRevocations?: ReadonlyArray<{ userId: string; before: number }> | undefined;
 }
 
 export function buildTenantKeys(tenantId: string, data: TenantKeysData): TenantKeys {
@@ -44,5 +48,7 @@ export function buildTenantKeys(tenantId: string, data: TenantKeysData): TenantK
   const keys: SigningKey[] = [];
   if (data.primary) keys.push({ key: secretKeyObject(data.primary.secret), keyVersion: data.primary.keyVersion, slot: 'primary' });
   if (data.previous) keys.push({ key: secretKeyObject(data.previous.secret), keyVersion: data.previous.keyVersion, slot: 'previous' });
-  return { found: true, tenantId, disabled: data.disabled, version: data.version, keys };
+  const revokedUsers = new Map<string, number>();
+  for (const r of data.userRevocations ?? []) revokedUsers.set(r.userId.toLowerCase(), Math.max(r.before, revokedUsers.get(r.userId.toLowerCase()) ?? 0));
+  return { found: true, tenantId, disabled: data.disabled, version: data.version, keys, revokedUsers };
 }

@@ -226,7 +226,11 @@ function reference(token: string): CheckResult {
   if (!(tenantId in secrets)) return no('unknown_tenant');
   if (tenantId === D) return no('tenant_disabled');
   for (const [secret, keySlot, keyVersion] of secrets[tenantId]!) {
-    if (sign(secret, `${h}.${p}`) === s) return { valid: true, identity: { tenantId, userId: cl.user_id, expiresAt: exp, keySlot, keyVersion } };
+    if (sign(secret, `${h}.${p}`) === s) {
+      // An integer `iat` is reported (realtime closes by it on a user revocation, #13); anything else is as if absent.
+      const iat = typeof cl.iat === 'number' && Number.isSafeInteger(cl.iat) ? { issuedAt: cl.iat } : {};
+      return { valid: true, identity: { tenantId, userId: cl.user_id, expiresAt: exp, keySlot, keyVersion, ...iat } };
+    }
   }
   return no('bad_signature');
 }

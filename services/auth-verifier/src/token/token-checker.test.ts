@@ -14,12 +14,14 @@ const T = '5b0c5a7e-3f1d-4c2a-9e8b-7a6d5c4b3a21';
 const D = '0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0';
 const U = '11111111-2222-4333-8444-555555555555';
 const USER = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
+/** A user of T whose host revoked its tokens issued before NOW_S (#13). */
+const REVOKED = '7c6b5a49-3827-4165-9f4e-3d2c1b0a9f8e';
 const PRIMARY = 'prim-' + 'a'.repeat(38);
 const PREVIOUS = 'prev-' + 'b'.repeat(38);
 const DISABLED_SECRET = 'disa-' + 'c'.repeat(38);
 
 const tenants = new Map<string, TenantKeys>([
-  [T, buildTenantKeys(T, { found: true, disabled: false, version: 4, primary: { secret: PRIMARY, keyVersion: 2 }, previous: { secret: PREVIOUS, keyVersion: 1 } })],
+  [T, buildTenantKeys(T, { found: true, disabled: false, version: 4, primary: { secret: PRIMARY, keyVersion: 2 }, previous: { secret: PREVIOUS, keyVersion: 1 }, userRevocations: [{ userId: REVOKED, before: NOW_S }] })],
   [D, buildTenantKeys(D, { found: true, disabled: true, version: 3, primary: { secret: DISABLED_SECRET, keyVersion: 1 } })],
 ]);
 const lookup = (id: string): TenantKeys => tenants.get(id) ?? { found: false, tenantId: id, version: 0 };
@@ -29,6 +31,7 @@ const claims = (extra: Json = {}, tenant = T): Json => ({ ...tokenClaims({ tenan
 const without = (o: Json, key: string): Json => Object.fromEntries(Object.entries(o).filter(([k]) => k !== key));
 const forge = (o: Partial<ForgeOptions> = {}): string => forgeToken({ secret: PRIMARY, header: header(), payload: claims(), ...o });
 const valid = forge();
+const revoked = (extra: Json): Json => claims({ user_id: REVOKED, ...extra });
 
 /** A valid token whose length is exactly `n` characters, grown by an unvalidated claim. */
 function tokenOfLength(n: number): string {
@@ -181,6 +184,16 @@ const cases: [string, () => string, Expect][] = [
   ['signature of 33 bytes', () => forge({ signatureSegment: (s) => Buffer.concat([Buffer.from(s, 'base64url'), Buffer.from([0])]).toString('base64url') }), 'bad_signature'],
   ['HS512 signature under an HS256 header', () => forge({ signatureSegment: () => createHmac('sha512', PRIMARY).update(valid.split('.').slice(0, 2).join('.')).digest('base64url') }), 'bad_signature'],
   ['payload swapped after signing', () => valid.replace(valid.split('.')[1]!, b64url(JSON.stringify(claims({ user_id: '00000000-0000-4000-8000-000000000000' })))), 'bad_signature'],
+  // --- a host's user-level revocation (#13): REVOKED's tokens issued before NOW_S ---
+  ['revoked user, iat before the moment', () => forge({ payload: revoked({ iat: NOW_S - 1 }) }), 'user_revoked'],
+  ['revoked user, no iat', () => forge({ payload: without(revoked({}), 'iat') }), 'user_revoked'],
+  ['revoked user, iat not an integer (counts as absent)', () => forge({ payload: revoked({ iat: 'x' }) }), 'user_revoked'],
+  ['revoked user, user id in another case', () => forge({ payload: revoked({ iat: NOW_S - 1, user_id: REVOKED.toUpperCase() }) }), 'user_revoked'],
+  ['revoked user, previous secret', () => forge({ secret: PREVIOUS, payload: revoked({ iat: NOW_S - 1 }) }), 'user_revoked'],
+  ['revoked user, iat at the moment', () => forge({ payload: revoked({ iat: NOW_S }) }), 'primary'],
+  ['revoked user, iat after the moment', () => forge({ payload: revoked({ iat: NOW_S + 5 }) }), 'primary'],
+  ['a user without revocation, no iat', () => forge({ payload: without(claims(), 'iat') }), 'primary'],
+  ['revoked user, bad signature stays bad_signature', () => forge({ secret: 'x'.repeat(43), payload: revoked({ iat: NOW_S - 1 }) }), 'bad_signature'],
 ];
 
 describe('TokenChecker: every rule of CONTRACT.md "Tokens"', () => {
@@ -208,7 +221,7 @@ describe('TokenChecker: every rule of CONTRACT.md "Tokens"', () => {
     const token = signToken({ secret: PRIMARY, tenantId: T, userId: USER.toUpperCase(), exp: NOW_S + 30 });
     expect(checker.check(token, lookup)).toEqual({
       valid: true,
-      identity: { tenantId: T, userId: USER.toUpperCase(), expiresAt: NOW_S + 30, keySlot: 'primary', keyVersion: 2 },
+      identity: { tenantId: T, userId: USER.toUpperCase(), expiresAt: NOW_S + 30, keySlot: 'primary', keyVersion: 2, issuedAt: expect.any(Number) },
     });
   });
 

@@ -22,6 +22,8 @@ export interface ParsedToken {
   exp: number;
   /** The validated `cap` claim; undefined when the token has none. */
   cap: ChannelCapability | undefined;
+  /** `iat` when it is an integer (the contract does not validate it; a user revocation counts anything else as absent). */
+  iat: number | undefined;
   signingInput: string;
   signature: Buffer;
 }
@@ -81,7 +83,7 @@ export class TokenChecker {
     const now = this.clock.now();
     if (now >= expMs) return reject('expired');
     if (expMs - now > this.maxLifetimeMs) return reject('lifetime_too_long');
-    return { ok: true, tenantId: claims.tenantId, userId: claims.userId, exp: claims.exp, cap: claims.cap, signingInput, signature: Buffer.from(token.slice(d2 + 1), 'base64url') };
+    return { ok: true, tenantId: claims.tenantId, userId: claims.userId, exp: claims.exp, cap: claims.cap, iat: claims.iat, signingInput, signature: Buffer.from(token.slice(d2 + 1), 'base64url') };
   }
 
   /** Every rule that depends on the header and payload bytes alone. */
@@ -120,7 +122,8 @@ export class TokenChecker {
       cap = parseCapability(payload.cap);
       if (cap === undefined) return reject('bad_cap');
     }
-    return { tenantId, userId, exp, cap };
+    const iat = typeof payload.iat === 'number' && Number.isSafeInteger(payload.iat) ? payload.iat : undefined;
+    return { tenantId, userId, exp, cap, iat };
   }
 
   /** The rules that need the tenant: state, then primary, then previous. */
@@ -129,6 +132,8 @@ export class TokenChecker {
     if (tenant.disabled) return { valid: false, reason: 'tenant_disabled' };
     for (const k of tenant.keys) {
       if (hs256Matches(parsed.signingInput, parsed.signature, k.key)) {
+        // After the signature: only a token the host really issued can be "revoked".
+        if (isUserRevoked(tenant.revokedUsers, parsed)) return { valid: false, reason: 'user_revoked' };
         return {
           valid: true,
           identity: {
@@ -138,6 +143,7 @@ export class TokenChecker {
             keySlot: k.slot,
             keyVersion: k.keyVersion,
             ...(parsed.cap !== undefined && { cap: parsed.cap }),
+            ...(parsed.iat !== undefined && { issuedAt: parsed.iat }),
           },
         };
       }
@@ -160,6 +166,17 @@ interface Claims {
   userId: string;
   exp: number;
   cap: ChannelCapability | undefined;
+  iat: number | undefined;
+}
+
+/**
+ * A host's revoke_tokens (#13): that user's tokens whose `iat` is absent or
+ * earlier than `before` are refused; user ids compare case-insensitively.
+ */
+export function isUserRevoked(revokedUsers: ReadonlyMap<string, number>, token: { userId: string; iat: number | undefined }): boolean {
+  if (revokedUsers.size === 0) return false;
+  const before = revokedUsers.get(token.userId.toLowerCase());
+  return before !== undefined && (token.iat === undefined || token.iat < before);
 }
 
 function isClaims(v: Claims | { ok: false }): v is Claims {

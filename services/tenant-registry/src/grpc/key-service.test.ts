@@ -73,6 +73,7 @@ describe('KeyService.GetTenantKeys', () => {
       primary: { secret: first, key_version: 1 },
       previous: null,
       as_of_seq: expect.any(Number),
+      user_revocations: [],
     });
     await reg.admin('POST', `/admin/tenants/${t.tenant_id}/jwt_secret/rotate`);
     const second = await fetchPrimary(t);
@@ -83,13 +84,14 @@ describe('KeyService.GetTenantKeys', () => {
       primary: { secret: second, key_version: 2 },
       previous: { secret: first, key_version: 1 },
       as_of_seq: expect.any(Number),
+      user_revocations: [],
     });
   });
 
   it('reports a disabled tenant without any secret, and unknown or malformed ids as not found', async () => {
     const t = await createTenant();
     await reg.admin('POST', `/admin/tenants/${t.tenant_id}/disable`);
-    expect(await getKeys(t.tenant_id, internalMetadata(reg.internalToken))).toEqual({ found: true, disabled: true, version: 2, primary: null, previous: null, as_of_seq: expect.any(Number) });
+    expect(await getKeys(t.tenant_id, internalMetadata(reg.internalToken))).toEqual({ found: true, disabled: true, version: 2, primary: null, previous: null, as_of_seq: expect.any(Number), user_revocations: [] });
     for (const id of ['6f1d2a7e-3c1b-4e55-8a2f-0b9c8d7e6f50', 'nope', '']) {
       expect(await getKeys(id, internalMetadata(reg.internalToken))).toMatchObject({ found: false, primary: null });
     }

@@ -47,5 +47,6 @@ async function lookup(store: TenantStore, tenantId: string): Promise<GetTenantKe
     primary: { secret: keys.primary.secret, key_version: keys.primary.keyVersion },
   };
   if (keys.previous) response.previous = { secret: keys.previous.secret, key_version: keys.previous.keyVersion };
+  if (keys.userRevocations.length > 0) response.user_revocations = keys.userRevocations.map((r) => ({ user_id: r.userId, before: r.before }));
   return response;
 }

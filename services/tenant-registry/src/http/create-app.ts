@@ -7,6 +7,7 @@ import type { RegistryMetrics } from '../metrics';
 import type { HostSyncCheck } from '../tenants/host-sync-check';
 import type { TenantAdmin } from '../tenants/tenant-admin';
 import { adminRouter } from './admin-router';
+import { hostApi, type HostApiDeps } from './host-api';
 import { hostSyncFetch, type HostFetchLimit } from './host-sync-fetch';
 import { errorCodeFor, NO_STORE } from './send';
 
@@ -19,6 +20,8 @@ export interface AppDeps {
   logger: Logger;
   /** Failed host-sync fetches are rate-limited when given (the server always gives it). */
   hostFetch?: HostFetchLimit;
+  /** The host server API (#13); absent, only the fetch is served under /api/host. */
+  hostApi?: Omit<HostApiDeps, 'hostSync' | 'metrics' | 'logger' | 'limit'>;
 }
 
 /** The registry's HTTP API: host-sync fetch and admin API (ops endpoints are served in front of it). */
@@ -42,6 +45,7 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   app.use(hostSyncFetch(deps.hostSync, deps.metrics, deps.logger, deps.hostFetch));
+  if (deps.hostApi) app.use(hostApi({ ...deps.hostApi, hostSync: deps.hostSync, metrics: deps.metrics, logger: deps.logger, limit: deps.hostFetch }));
   app.use('/admin', adminRouter(deps));
   app.use((_req, res) => sendError(res, 'not_found', NO_STORE));
 

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { errorBody, safeEqual, sendError, type Logger, type RateLimiter } from '@service-relay/core';
 import { authorizationOf, parseBasicAuthorization, WWW_AUTHENTICATE } from '@service-relay/edge';
-import type { RegistryMetrics } from '../metrics';
-import type { HostSyncCheck } from '../tenants/host-sync-check';
+import type { FetchResult, RegistryMetrics } from '../metrics';
+import type { BasicCredentials, HostSyncCheck } from '../tenants/host-sync-check';
 import { NO_STORE } from './send';
 
 const FETCH_PATH = /^\/api\/host\/tenants\/([^/]*)\/jwt_secret\/fetch\/?$/;
@@ -44,34 +44,61 @@ export function hostSyncFetch(check: HostSyncCheck, metrics: RegistryMetrics, lo
     if (!m) return next();
     if (req.method !== 'POST') return sendError(res, 'method_not_allowed', { ...NO_STORE, allow: 'POST' });
     const tenantId = m[1]!;
-    let primary: { secret: string; keyVersion: number } | undefined;
-    try {
-      primary = await check.fetchPrimaryKey(tenantId, parseBasicAuthorization(authorizationOf(req)));
-    } catch (err) {
-      metrics.fetch('error');
-      logger.error({ err }, 'host-sync fetch failed');
-      return sendError(res, 'unavailable', NO_STORE);
-    }
-    if (primary === undefined) {
-      if (limit) {
-        const decision = await limit.limiter.hit(limitKey(clientAddress(req, limit.internalToken), tenantId));
-        if (!decision.allowed) {
-          metrics.fetch('rate_limited');
-          return sendError(res, 'rate_limited', { ...NO_STORE, ...NO_CACHE, 'retry-after': String(decision.retryAfterS) });
-        }
-      }
-      metrics.fetch('rejected');
-      res.writeHead(401, FAILURE_HEADERS);
-      res.end(FAILURE_BODY);
-      return;
-    }
-    metrics.fetch('ok');
+    const primary = await hostCredentialGate(req, res, tenantId, (credentials) => check.fetchPrimaryKey(tenantId, credentials), { logger, limit, count: (result) => metrics.fetch(result) });
+    if (primary === undefined) return;
     const body = JSON.stringify({ kid: tenantId, algorithm: 'HS256', issuer: 'service-relay', audience: 'service-relay', jwt_secret_primary: primary.secret });
     // The ETag names the primary's key version (a per-tenant counter), not the secret: a host
     // sees a rotation without comparing secrets, and nothing about the secret leaks.
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), etag: `"k${primary.keyVersion}"`, ...NO_CACHE });
     res.end(body);
   };
+}
+
+export interface GateOptions {
+  logger: Logger;
+  limit: HostFetchLimit | undefined;
+  count: (result: FetchResult) => void;
+}
+
+/**
+ * The host-sync credential check every host route goes through (the secret
+ * fetch and the host server API, #13): HTTP Basic, the check's one code path,
+ * failures counted toward the same rate limit and answered with the same
+ * bytes. Resolves what `check` granted, or undefined once it has answered
+ * (401, 429 or 503) itself.
+ */
+export async function hostCredentialGate<T>(
+  req: Request,
+  res: Response,
+  tenantId: string,
+  check: (credentials: BasicCredentials | undefined) => Promise<T | undefined>,
+  opts: GateOptions,
+): Promise<T | undefined> {
+  let granted: T | undefined;
+  try {
+    granted = await check(parseBasicAuthorization(authorizationOf(req)));
+  } catch (err) {
+    opts.count('error');
+    opts.logger.error({ err }, 'host-sync credential check failed');
+    sendError(res, 'unavailable', NO_STORE);
+    return undefined;
+  }
+  if (granted !== undefined) {
+    opts.count('ok');
+    return granted;
+  }
+  if (opts.limit) {
+    const decision = await opts.limit.limiter.hit(limitKey(clientAddress(req, opts.limit.internalToken), tenantId));
+    if (!decision.allowed) {
+      opts.count('rate_limited');
+      sendError(res, 'rate_limited', { ...NO_STORE, ...NO_CACHE, 'retry-after': String(decision.retryAfterS) });
+      return undefined;
+    }
+  }
+  opts.count('rejected');
+  res.writeHead(401, FAILURE_HEADERS);
+  res.end(FAILURE_BODY);
+  return undefined;
 }
 
 /** The gateway's word for the client address when it proves itself, else the socket peer (a direct caller). */

@@ -6,6 +6,7 @@ import type { HostSyncCredential, ListPosition, Tenant, TenantChange, TenantKeys
 import { applyAction, type FreshSecrets, type TenantAction } from '../tenants/tenant-rules';
 import { ChannelRulesStore } from './channel-rules-store';
 import { FeedStore } from './feed-store';
+import { parseUserRevocations, USER_REVOCATIONS_JSON, UserActionsStore } from './user-actions-store';
 import { INSERT_TENANT, insertParams, normalizeRow, rowState, rowToTenant, TENANT_COLUMNS, UPDATE_TENANT, updateParams, withState, type TenantRow } from './tenant-row';
 
 /**
@@ -21,6 +22,8 @@ export class TenantStore {
   readonly feed: FeedStore;
   /** Per-tenant channel rules; their writes share the feed and the tenant row lock. */
   readonly channelRules: ChannelRulesStore;
+  /** A host's user-level revocations and disconnects; they share the feed and the tenant row lock. */
+  readonly users: UserActionsStore;
 
   constructor(
     private readonly db: Db,
@@ -29,6 +32,7 @@ export class TenantStore {
   ) {
     this.feed = new FeedStore(db);
     this.channelRules = new ChannelRulesStore(db, this.feed, clock);
+    this.users = new UserActionsStore(db, this.feed, clock);
   }
 
   async create(): Promise<TenantChange & { hostSyncSecret: string }> {
@@ -100,7 +104,7 @@ export class TenantStore {
   async getKeys(tenantId: string): Promise<TenantKeys | undefined> {
     if (!isCanonicalUuid(tenantId)) return undefined;
     // One statement, one snapshot: the keys reflect every change up to as_of_seq.
-    const rows = await this.db.query(`SELECT ${TENANT_COLUMNS}, (SELECT seq FROM feed_state WHERE id = 1) AS as_of_seq FROM tenants WHERE tenant_id = $1`, [tenantId]);
+    const rows = await this.db.query(`SELECT ${TENANT_COLUMNS}, (SELECT seq FROM feed_state WHERE id = 1) AS as_of_seq, ${USER_REVOCATIONS_JSON} FROM tenants WHERE tenant_id = $1`, [tenantId]);
     if (!rows[0]) return undefined;
     const row = normalizeRow(rows[0]);
     return {
@@ -113,6 +117,7 @@ export class TenantStore {
         row.previous_key_version === null || row.previous_secret === null
           ? null
           : { secret: this.crypto.openJwtSecret(row.tenant_id, row.previous_key_version, row.previous_secret), keyVersion: row.previous_key_version },
+      userRevocations: parseUserRevocations(rows[0].user_revocations),
     };
   }
 

@@ -19,24 +19,40 @@ function setup(row: Partial<HostSyncCredential> | undefined) {
   return { check, find, matches, openPrimarySecret };
 }
 
+const failures: Array<[string, string, BasicCredentials | undefined, Partial<HostSyncCredential>]> = [
+  ['unknown tenant', '5a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d', { clientId: CLIENT, secret: SECRET }, {}],
+  ['malformed tenant id', 'nope', { clientId: CLIENT, secret: SECRET }, {}],
+  ['wrong client id', TENANT, { clientId: `hs_${'b'.repeat(32)}`, secret: SECRET }, {}],
+  ['wrong secret', TENANT, { clientId: CLIENT, secret: 'wrong' }, {}],
+  ['no credentials', TENANT, undefined, {}],
+  ['disabled tenant', TENANT, { clientId: CLIENT, secret: SECRET }, { disabled: true }],
+];
+
 describe('HostSyncCheck', () => {
   it('returns the primary for the right tenant, client id and secret', async () => {
     const { check } = setup({});
     expect(await check.fetchPrimary(TENANT, { clientId: CLIENT, secret: SECRET })).toBe('the-primary');
   });
 
-  const failures: Array<[string, string, BasicCredentials | undefined, Partial<HostSyncCredential>]> = [
-    ['unknown tenant', '5a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d', { clientId: CLIENT, secret: SECRET }, {}],
-    ['malformed tenant id', 'nope', { clientId: CLIENT, secret: SECRET }, {}],
-    ['wrong client id', TENANT, { clientId: `hs_${'b'.repeat(32)}`, secret: SECRET }, {}],
-    ['wrong secret', TENANT, { clientId: CLIENT, secret: 'wrong' }, {}],
-    ['no credentials', TENANT, undefined, {}],
-    ['disabled tenant', TENANT, { clientId: CLIENT, secret: SECRET }, { disabled: true }],
-  ];
-
   it.each(failures)('refuses %s after one row read and one hash comparison, never opening a secret', async (_name, id, creds, row) => {
     const { check, find, matches, openPrimarySecret } = setup(row);
     expect(await check.fetchPrimary(id, creds)).toBeUndefined();
+    expect(find).toHaveBeenCalledTimes(1);
+    expect(matches).toHaveBeenCalledTimes(1);
+    expect(openPrimarySecret).not.toHaveBeenCalled();
+  });
+});
+
+describe('HostSyncCheck.authenticate (the host server API, #13)', () => {
+  it('grants the right credential without opening any secret', async () => {
+    const { check, openPrimarySecret } = setup({});
+    expect(await check.authenticate(TENANT, { clientId: CLIENT, secret: SECRET })).toBe(true);
+    expect(openPrimarySecret).not.toHaveBeenCalled();
+  });
+
+  it.each(failures)('refuses %s through the same path as the fetch (one row read, one hash comparison)', async (_name, id, creds, row) => {
+    const { check, find, matches, openPrimarySecret } = setup(row);
+    expect(await check.authenticate(id, creds)).toBe(false);
     expect(find).toHaveBeenCalledTimes(1);
     expect(matches).toHaveBeenCalledTimes(1);
     expect(openPrimarySecret).not.toHaveBeenCalled();

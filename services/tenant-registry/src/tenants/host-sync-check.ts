@@ -1,6 +1,7 @@
 import { isCanonicalUuid, safeEqual } from '@service-relay/core';
 import type { HostSyncHasher } from '../crypto/host-sync-hasher';
 import type { TenantStore } from '../store/tenant-store';
+import type { HostSyncCredential } from './tenant';
 
 /** A v4 id is never nil, so this row never exists; looking it up costs what a real lookup costs. */
 const DUMMY_TENANT_ID = '00000000-0000-0000-0000-000000000000';
@@ -31,6 +32,16 @@ export class HostSyncCheck {
 
   /** As fetchPrimary, with the primary's key version (for the answer's ETag; never derived from the secret). */
   async fetchPrimaryKey(rawTenantId: string, credentials: BasicCredentials | undefined): Promise<{ secret: string; keyVersion: number } | undefined> {
+    const row = await this.check(rawTenantId, credentials);
+    return row && { secret: row.openPrimarySecret(), keyVersion: row.primaryKeyVersion };
+  }
+
+  /** The same check for the host server API (#13): true when the credential is the tenant's and it is enabled. */
+  async authenticate(rawTenantId: string, credentials: BasicCredentials | undefined): Promise<boolean> {
+    return (await this.check(rawTenantId, credentials)) !== undefined;
+  }
+
+  private async check(rawTenantId: string, credentials: BasicCredentials | undefined): Promise<HostSyncCredential | undefined> {
     const wellFormed = isCanonicalUuid(rawTenantId) && credentials !== undefined;
     const row = await this.store.findHostSyncCredential(wellFormed ? rawTenantId : DUMMY_TENANT_ID);
     const secretOk = this.hasher.matches(credentials?.secret ?? '', row?.secretHash ?? this.hasher.dummyHash);
@@ -38,6 +49,6 @@ export class HostSyncCheck {
     const enabled = row !== undefined && !row.disabled;
     // Every comparison above has run whatever the case; only now is the outcome decided.
     if (!wellFormed || !row || !secretOk || !clientOk || !enabled) return undefined;
-    return { secret: row.openPrimarySecret(), keyVersion: row.primaryKeyVersion };
+    return row;
   }
 }

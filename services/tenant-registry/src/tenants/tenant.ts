@@ -71,6 +71,8 @@ export interface TenantKeys {
   version: number;
   primary: SigningKey;
   previous: SigningKey | null;
+  /** User-level revocations (lowercase user id, unix seconds), read in the same snapshot. */
+  userRevocations: ReadonlyArray<{ userId: string; before: number }>;
 }
 
 /** What the host-sync check reads, with the primary opened only on demand. */

@@ -1,0 +1,166 @@
+import type { NextFunction, Request, Response } from 'express';
+import { errorBody, httpStatusFor, MAX_DATA_BYTES, sendError, sendJson, systemClock, type Clock, type ErrorCode, type Logger } from '@service-relay/core';
+import { readBodyOrRefuse, requestIdOf } from '@service-relay/edge';
+import type { RegistryMetrics } from '../metrics';
+import type { RealtimeClient } from '../realtime/realtime-client';
+import type { HostSyncCheck } from '../tenants/host-sync-check';
+import { isProblem, parseChannel, parsePublishRequest, parseRevokeRequest, parseUserId, type HostProblem } from '../tenants/host-requests';
+import type { UserActionOutcome, UserActions } from '../tenants/user-actions';
+import { hostCredentialGate, type HostFetchLimit } from './host-sync-fetch';
+import { NO_STORE } from './send';
+
+/** `data` up to 64 KiB plus 100 channel names and the envelope. */
+const MAX_PUBLISH_BODY_BYTES = 4 * MAX_DATA_BYTES;
+/** revoke_tokens and disconnect take at most `{"issued_before":…}`. */
+const MAX_SMALL_BODY_BYTES = 1024;
+
+/**
+ * The host path, matched on the raw path (never decoded: the tenant segment
+ * goes to the credential check as written, like the fetch's).
+ */
+const HOST_PATH = /^\/api\/host\/tenants\/([^/]*)\/(.+?)\/?$/;
+
+type Route =
+  | { name: 'publish'; method: 'POST' }
+  | { name: 'presence'; method: 'GET'; channel: string }
+  | { name: 'disconnect'; method: 'POST'; user: string }
+  | { name: 'revoke_tokens'; method: 'POST'; user: string };
+
+function routeOf(rest: string): Route | undefined {
+  if (rest === 'messages') return { name: 'publish', method: 'POST' };
+  let m = /^channels\/([^/]+)\/presence$/.exec(rest);
+  if (m) return { name: 'presence', method: 'GET', channel: m[1]! };
+  m = /^users\/([^/]+)\/(disconnect|revoke_tokens)$/.exec(rest);
+  if (m) return { name: m[2] as 'disconnect' | 'revoke_tokens', method: 'POST', user: m[1]! };
+  return undefined;
+}
+
+export interface HostApiDeps {
+  hostSync: HostSyncCheck;
+  users: UserActions;
+  realtime: RealtimeClient;
+  metrics: RegistryMetrics;
+  logger: Logger;
+  limit: HostFetchLimit | undefined;
+  clock?: Clock;
+}
+
+/**
+ * The host server API (#13): everything under /api/host/tenants/{id}/ beside
+ * the secret fetch. A host authenticates exactly as for the fetch (HTTP
+ * Basic with its host-sync credential, the same check, the same failure
+ * rate limit, the same 401 bytes); only then is its request read and judged.
+ */
+export function hostApi(deps: HostApiDeps) {
+  const clock = deps.clock ?? systemClock;
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    const m = HOST_PATH.exec(req.path);
+    const route = m ? routeOf(m[2]!) : undefined;
+    if (!m || !route) return next();
+    res.once('finish', () => deps.metrics.hostRequest(route.name, res.statusCode));
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
+    if (method !== route.method) return sendError(res, 'method_not_allowed', { ...NO_STORE, allow: route.method });
+    const tenantId = m[1]!;
+    const ok = await hostCredentialGate(req, res, tenantId, async (credentials) => ((await deps.hostSync.authenticate(tenantId, credentials)) ? true : undefined), {
+      logger: deps.logger,
+      limit: deps.limit,
+      count: () => {},
+    });
+    if (!ok) return;
+    // From here the tenant id is the authenticated tenant's canonical id.
+    const requestId = requestIdOf(req.headers['x-request-id']);
+    try {
+      switch (route.name) {
+        case 'publish':
+          return await publish(deps, req, res, tenantId, requestId);
+        case 'presence':
+          return await presence(deps, res, tenantId, route.channel, requestId);
+        case 'disconnect':
+        case 'revoke_tokens':
+          return await userAction(deps, req, res, tenantId, route, clock);
+      }
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
+async function publish(deps: HostApiDeps, req: Request, res: Response, tenantId: string, requestId: string): Promise<void> {
+  const body = await readJson(req, res, MAX_PUBLISH_BODY_BYTES);
+  if (body === NOT_READ) return;
+  const parsed = parsePublishRequest(body);
+  if (isProblem(parsed)) return refuse(res, parsed);
+  const answer = await deps.realtime.publish(tenantId, { channels: parsed.channels, data: parsed.data, ...(parsed.idempotencyKey !== undefined && { idempotency_key: parsed.idempotencyKey }) }, requestId);
+  passOn(deps, res, answer);
+}
+
+async function presence(deps: HostApiDeps, res: Response, tenantId: string, segment: string, requestId: string): Promise<void> {
+  const channel = parseChannel(segment);
+  if (isProblem(channel)) return refuse(res, channel);
+  passOn(deps, res, await deps.realtime.presence(tenantId, channel, requestId));
+}
+
+async function userAction(deps: HostApiDeps, req: Request, res: Response, tenantId: string, route: Route & { user: string }, clock: Clock): Promise<void> {
+  const user = parseUserId(route.user);
+  if (isProblem(user)) return refuse(res, user);
+  const body = await readJson(req, res, MAX_SMALL_BODY_BYTES);
+  if (body === NOT_READ) return;
+  let outcome: UserActionOutcome | undefined;
+  if (route.name === 'revoke_tokens') {
+    const parsed = parseRevokeRequest(body, Math.floor(clock.now() / 1000));
+    if (isProblem(parsed)) return refuse(res, parsed);
+    outcome = await deps.users.revokeTokens(tenantId, user, parsed.before);
+  } else {
+    if (body !== undefined && !isEmptyObject(body)) return refuse(res, { code: 'invalid_body', problem: 'disconnect takes no body (an empty body or {})' });
+    outcome = await deps.users.disconnect(tenantId, user);
+  }
+  // The credential check found the tenant a moment ago; it can only be gone if deleted meanwhile.
+  if (!outcome) return sendError(res, 'invalid_host_sync_credentials', NO_STORE);
+  const view = { user_id: outcome.userId, ...(outcome.before !== undefined && { issued_before: outcome.before }) };
+  if (!outcome.propagation.confirmed) {
+    return sendJson(res, httpStatusFor('change_not_propagated'), { errors: ['change_not_propagated'], ...view }, { ...NO_STORE, 'retry-after': '1' });
+  }
+  sendJson(res, 200, view, NO_STORE);
+}
+
+/** realtime's answer as it is: its contract errors (413, 400, 503) are the host's too. */
+function passOn(deps: HostApiDeps, res: Response, answer: { status: number; body: string }): void {
+  if (answer.status >= 500 || !isJson(answer.body)) {
+    deps.logger.warn({ status: answer.status }, 'realtime refused a server call');
+    return sendError(res, 'unavailable', NO_STORE);
+  }
+  sendJson(res, answer.status, answer.body, NO_STORE);
+}
+
+const NOT_READ = Symbol('not read');
+
+/** The JSON body; undefined for an empty one; NOT_READ once answered (413, or 400 for malformed JSON). */
+async function readJson(req: Request, res: Response, limit: number): Promise<unknown> {
+  const raw = await readBodyOrRefuse(req, res, limit, { drain: true });
+  if (raw === undefined) return NOT_READ;
+  const text = raw.toString('utf8');
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    refuse(res, { code: 'invalid_body', problem: 'the body is not valid JSON' });
+    return NOT_READ;
+  }
+}
+
+function refuse(res: Response, p: HostProblem): void {
+  sendJson(res, httpStatusFor(p.code), errorBody(p.code as ErrorCode, { problem: p.problem }), NO_STORE);
+}
+
+function isEmptyObject(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
