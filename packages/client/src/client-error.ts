@@ -10,6 +10,8 @@ export const SERVER_ERROR_CODES = [
   'forbidden_channel',
   'payload_too_large',
   'too_many_subscriptions',
+  'too_many_connections',
+  'presence_not_enabled',
   'unavailable',
   'rate_limited',
   'invalid_or_missing_token',
@@ -22,6 +24,11 @@ export const SERVER_ERROR_CODES = [
   'bad_request',
   'upstream_unavailable',
   'upstream_timeout',
+  // REST answers (a client that also calls the REST API can reuse the type).
+  'invalid_channel',
+  'invalid_body',
+  'invalid_query',
+  'method_not_allowed',
 ] as const;
 
 /** Failures the client itself detects (no server frame carries these). */

@@ -179,6 +179,26 @@ describe('RelayClient: refresh, reconnect and close codes', () => {
     expect(stub.peers).toHaveLength(1);
   });
 
+  it("4429 (the tenant's connection cap): reconnects, but not before the server's retry_after_ms", async () => {
+    const capped = await startRealtime({ verifier, env: { MAX_CONNECTIONS_PER_TENANT: '1' } });
+    const tenantId = randomUUID();
+    const holder = createRelayClient({ url: capped.ws, WebSocket, getToken: async () => issueToken(verifier, { tenantId }).token });
+    clients.push(holder);
+    try {
+      await holder.connect();
+      const { client, events } = make({ url: capped.ws, tenantId });
+      void client.connect().catch(() => {});
+      expect(await events.next('error')).toMatchObject({ code: 'too_many_connections', details: { limit: 1, retryAfterMs: 5000 } });
+      const dropped = await events.next('disconnected');
+      expect(dropped).toMatchObject({ code: 4429, willReconnect: true });
+      expect(dropped.delayMs).toBeGreaterThanOrEqual(5000);
+      client.close();
+    } finally {
+      holder.close();
+      await capped.stop();
+    }
+  });
+
   it('a connection that stops answering is noticed by the ping and replaced', async () => {
     // The first connection never answers a ping; the second is a healthy one.
     const stub = await StubRelay.start((peer, index) => {

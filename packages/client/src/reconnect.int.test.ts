@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { FakeVerifier, uniqueRedisPrefix } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { issueToken, startRealtime, startOnRedis, stopOnRedis, type RealtimeInstance } from '../../../services/realtime/src/test-support/realtime-harness';
+import { startGatewayHarness } from '../../../services/edge-gateway/src/testing/gateway-harness';
+import { issueToken, startRealtime, startOnRedis, stopOnRedis, TEST_INTERNAL_TOKEN, type RealtimeInstance } from '../../../services/realtime/src/test-support/realtime-harness';
 import { WsTestClient } from '../../../services/realtime/src/test-support/ws-test-client';
 import { createRelayClient } from './index.js';
 import { EventRecorder } from './testing/event-recorder.js';
@@ -68,6 +69,46 @@ describe('RelayClient across a realtime restart (Redis)', () => {
       await publisher.close();
     } finally {
       client.close();
+    }
+  });
+
+  it('through the gateway in front of both instances: one of them stops, the client comes back through the gateway to the other, nothing missed or doubled', async () => {
+    const tenantId = randomUUID();
+    const [a, b] = instances as [RealtimeInstance, RealtimeInstance];
+    const gateway = await startGatewayHarness({ verifier, env: { REALTIME_URL: `${a.http},${b.http}`, INTERNAL_TOKEN: TEST_INTERNAL_TOKEN } });
+    const client = createRelayClient({
+      url: `ws://127.0.0.1:${gateway.gateway.port}/ws`,
+      WebSocket,
+      getToken: async () => issueToken(verifier, { tenantId }).token,
+      reconnect: { initialDelayMs: 20, maxDelayMs: 200 },
+    });
+    const events = new EventRecorder(client);
+    try {
+      await client.subscribe('feed');
+      const first = await client.publish('feed', 1);
+      await events.messages('feed', 1);
+      // Whichever instance the gateway picked for this connection, stop it.
+      const open = await Promise.all([a, b].map(async (rt) => (await rt.server.metrics.connections.get()).values[0]?.value ?? 0));
+      const mine = open.indexOf(1);
+      expect(mine).toBeGreaterThanOrEqual(0);
+      const down = [a, b][mine]!;
+      const other = [a, b][1 - mine]!;
+      const port = down.server.port;
+      const dropped = events.next('disconnected');
+      await down.stop();
+      expect(await dropped).toMatchObject({ code: 1001, willReconnect: true });
+      // While it is down, the other instance takes a message and the gateway takes the client.
+      const publisher = await WsTestClient.connect(other.ws, issueToken(verifier, { tenantId }).token);
+      const missed = await publisher.request({ type: 'publish', topic: `tenants/${tenantId}/channels/feed`, data: 2 });
+      expect(await events.next('subscribed', (s) => s.resubscribed, 15_000)).toMatchObject({ recovered: true });
+      const after = await client.publish('feed', 3);
+      const ids = (await events.messages('feed', 3)).map((m) => m.id);
+      expect(ids).toEqual([first.id, missed.id as string, after.id]);
+      await publisher.close();
+      instances[mine] = await startRealtime({ verifier, env: { REDIS_URL: down.config.redis.url!, REDIS_PREFIX: prefix, REALTIME_PORT: String(port) } });
+    } finally {
+      client.close();
+      await gateway.stop();
     }
   });
 });

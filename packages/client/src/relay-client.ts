@@ -115,6 +115,8 @@ interface Subscription {
 interface Connection {
   ws: WebSocketLike;
   ready: boolean;
+  /** The server said when to come back (`retry_after_ms` of the error frame before a 4429). */
+  retryAfterMs: number | undefined;
   status: number | undefined;
   timers: Set<Timer>;
   pongTimer: Timer | undefined;
@@ -275,7 +277,7 @@ export class RelayClient {
       // A malformed URL: no retry will fix it.
       return this.finish(new RelayClientError('bad_request', `cannot open ${this.opts.url}`, { cause: err }));
     }
-    const conn: Connection = { ws, ready: false, status: undefined, timers: new Set(), pongTimer: undefined, refreshTimer: undefined };
+    const conn: Connection = { ws, ready: false, retryAfterMs: undefined, status: undefined, timers: new Set(), pongTimer: undefined, refreshTimer: undefined };
     this.conn = conn;
     ws.onmessage = (event) => this.onData(conn, event.data);
     ws.onerror = (event) => {
@@ -342,13 +344,13 @@ export class RelayClient {
     } else if (conn.status === undefined && this.authRefusals > 0) {
       this.blindFailuresAfterAuth++;
     }
-    const delayMs = this.scheduleReconnect(decision.immediate);
+    const delayMs = this.scheduleReconnect(decision.immediate, conn.retryAfterMs ?? 0);
     this.emitter.emit('disconnected', { code, reason, willReconnect: true, delayMs });
   }
 
-  private scheduleReconnect(immediate: boolean): number {
+  private scheduleReconnect(immediate: boolean, atLeastMs = 0): number {
     const backoff = this.opts.reconnect === false ? {} : (this.opts.reconnect ?? {});
-    const delayMs = backoffDelay(immediate ? 0 : this.attempt, backoff, this.random);
+    const delayMs = Math.max(atLeastMs, backoffDelay(immediate ? 0 : this.attempt, backoff, this.random));
     this.attempt++;
     this.setState('reconnecting');
     clearTimeout(this.reconnectTimer);
@@ -521,7 +523,10 @@ export class RelayClient {
     if (sub) return this.onSubscribeRefused(sub, errorFromFrame(frame, { frame: 'subscribe', topic: sub.channel }));
     // A ping answered by a server without `pong` still proves the connection is alive.
     if (typeof frame.ref === 'string' && frame.ref.startsWith('ping') && frame.code === 'invalid_frame') return;
-    this.emitter.emit('error', errorFromFrame(frame, {}));
+    const error = errorFromFrame(frame, {});
+    // Sent just before a close (4429 too_many_connections): the next attempt waits at least this long.
+    if (error.details.retryAfterMs !== undefined && this.conn) this.conn.retryAfterMs = error.details.retryAfterMs;
+    this.emitter.emit('error', error);
   }
 
   /** A subscribe (first or renewed) refused: transient codes are retried, the rest end the subscription. */

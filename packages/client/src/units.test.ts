@@ -1,5 +1,7 @@
+import { ERROR_CODES } from '@service-relay/core';
 import { describe, expect, it } from 'vitest';
 import { backoffDelay, refreshDelay } from './backoff.js';
+import { SERVER_ERROR_CODES } from './client-error.js';
 import { compareIds, SeenIds } from './message-ids.js';
 import { connectUrl, refusalStatus } from './socket.js';
 
@@ -54,5 +56,14 @@ describe('socket helpers', () => {
     expect(refusalStatus({ message: 'Unexpected server response: 401' })).toBe(401);
     expect(refusalStatus({ error: new Error('Unexpected server response: 503') })).toBe(503);
     expect(refusalStatus({ type: 'error' })).toBeUndefined();
+  });
+});
+
+describe('SERVER_ERROR_CODES', () => {
+  // Codes only operators, host servers and services meet (docs/PROTOCOL.md "Operator and service-to-service codes").
+  const NOT_FOR_CLIENTS = ['invalid_host_sync_credentials', 'invalid_admin_token', 'invalid_internal_token', 'tenant_not_found', 'invalid_tenant_id', 'change_not_propagated', 'invalid_channel_rules'];
+  it("covers every code of core's closed set that a client can meet", () => {
+    const clientVisible = ERROR_CODES.filter((c) => !NOT_FOR_CLIENTS.includes(c));
+    expect(clientVisible.filter((c) => !(SERVER_ERROR_CODES as readonly string[]).includes(c))).toEqual([]);
   });
 });
