@@ -8,6 +8,7 @@ import { ChannelRulesCache } from './authz/channel-rules-cache';
 import type { ChannelRulesSource } from './authz/channel-rules-source';
 import { RegistryRulesClient } from './grpc/registry-rules-client';
 import { createRestHandler } from './http/rest-api';
+import { createServerApiHandler, SERVER_API_PREFIX, type PresenceLister } from './http/server-api';
 import { createTenantConnections } from './limits/create-tenant-connections';
 import { createMessageBus } from './messaging/create-message-bus';
 import type { MessageBus } from './messaging/message-bus';
@@ -40,6 +41,8 @@ export interface RealtimeDeps {
   channelRules?: ChannelRulesSource;
   /** Ping interval for dead-peer detection (default 30 s). */
   pingIntervalMs?: number;
+  /** Lists a channel's presence for the host server API (#13); absent, that listing answers 503. */
+  presence?: PresenceLister;
   /** Tests inject one with an in-memory exporter; otherwise made from config.tracing (and shut down at stop). */
   tracing?: Tracing;
 }
@@ -107,6 +110,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
 
   // The REST side continues the gateway's traceparent (ops and /ws plain requests are not traced).
   const rest = traceRequests(tracing, createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup }));
+  // The host server API's realtime side (#13), called by the registry only.
+  const serverApi = createServerApiHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, presence: deps.presence });
   const readiness = {
     verifier: () => verifier.ready(),
     messages: () => messages.ready(),
@@ -119,6 +124,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       sendError(res, 'upgrade_required', { upgrade: 'websocket' });
       return;
     }
+    if ((req.url ?? '').startsWith(SERVER_API_PREFIX)) return serverApi(req, res);
     rest(req, res);
   });
   // WebSockets keep their socket, so they count toward the caps for as long as they are open.

@@ -10,3 +10,10 @@ export const MAX_API_BODY_BYTES = MAX_DATA_BYTES + 4096;
 
 /** The host-sync fetch takes no body; a little is tolerated and forwarded. */
 export const MAX_HOST_FETCH_BODY_BYTES = 4096;
+
+/**
+ * The host server API (#13): a publish carries 64 KiB of `data` and up to 100
+ * channel names of 128 characters; 20 KiB covers the names, the envelope and
+ * modest whitespace. The registry and realtime apply the exact rules.
+ */
+export const MAX_HOST_API_BODY_BYTES = MAX_DATA_BYTES + 20 * 1024;

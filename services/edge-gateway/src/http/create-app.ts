@@ -4,7 +4,7 @@ import { authorizationOf, bearerToken, declaredTooLarge, INVALID_TOKEN_HEADERS, 
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Authenticator } from '../auth/authenticator';
 import type { GatewayConfig } from '../config';
-import { MAX_API_BODY_BYTES, MAX_HOST_FETCH_BODY_BYTES } from './body-limit';
+import { MAX_API_BODY_BYTES, MAX_HOST_API_BODY_BYTES, MAX_HOST_FETCH_BODY_BYTES } from './body-limit';
 import { applyCors } from './cors';
 import type { GatewayMetrics } from '../metrics';
 import { beginRequest, contextOf } from './request-context';
@@ -33,6 +33,8 @@ export interface AppOptions {
  * unknown tenant (the contract's byte-identical 401).
  */
 const HOST_FETCH_PATH = /^\/api\/host\/tenants\/[^/]*\/jwt_secret\/fetch\/?$/;
+/** Everything else a host server calls (#13: publish, presence, disconnect, revoke_tokens); the registry routes and judges it. */
+const HOST_API_PATH = /^\/api\/host\/tenants\/[^/]*\/.+$/;
 
 /** Default cap on request header fields (MAX_REQUEST_HEADERS); browsers send about 20. */
 const DEFAULT_MAX_REQUEST_HEADERS = 100;
@@ -88,6 +90,22 @@ export function createApp(opts: AppOptions): Express {
       if (res.statusCode === 429) metrics.rateLimited();
     });
     await forwardWithBody(req, res, MAX_HOST_FETCH_BODY_BYTES, toRegistry, {
+      'x-request-id': ctx.requestId,
+      'x-internal-token': config.internalToken,
+      'x-relay-client-address': ctx.clientAddress,
+    });
+  });
+
+  // Same headers as the fetch (the registry's Basic check and failure rate limit serve both); the
+  // registry answers methods and unknown paths itself. Client-sent x-relay-* headers are dropped by the proxy.
+  app.all(HOST_API_PATH, async (req: Request, res: Response) => {
+    const ctx = contextOf(req);
+    ctx.route = 'host_api';
+    if (declaredTooLarge(req, MAX_HOST_API_BODY_BYTES)) return fail(res, 'payload_too_large');
+    res.once('finish', () => {
+      if (res.statusCode === 429) metrics.rateLimited();
+    });
+    await forwardWithBody(req, res, MAX_HOST_API_BODY_BYTES, toRegistry, {
       'x-request-id': ctx.requestId,
       'x-internal-token': config.internalToken,
       'x-relay-client-address': ctx.clientAddress,

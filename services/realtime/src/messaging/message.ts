@@ -7,6 +7,7 @@ export interface Message {
   /** `<ms>-<seq>`, increasing within a channel (a Redis Stream id in both drivers). */
   id: string;
   channel: string;
+  /** The publishing user; SERVER_USER_ID ('') for a message the tenant's host server published. */
   userId: string;
   dataJson: string;
   /** RFC 3339, the id's millisecond part. */
@@ -36,12 +37,24 @@ export interface ChannelRef {
   channel: string;
 }
 
-/** The contract's message object: {"id","channel","user_id","data","created_at"}. */
+/**
+ * The user id of a message published by the tenant's host server (#13). User
+ * ids are UUIDs, so the empty string is no one's; every store keeps it as it
+ * keeps any user id (Redis field `u`, the journal's `u`).
+ */
+export const SERVER_USER_ID = '';
+
+/** `"user_id":…` of a message: a user's id, or `null,"from":"server"` for a server message. */
+function sender(m: Message): string {
+  return m.userId === SERVER_USER_ID ? '"user_id":null,"from":"server"' : `"user_id":${JSON.stringify(m.userId)}`;
+}
+
+/** The contract's message object: {"id","channel","user_id","data","created_at"}, plus `"from":"server"` for a server message. */
 export function messageJson(m: Message): string {
-  return `{"id":"${m.id}","channel":${JSON.stringify(m.channel)},"user_id":${JSON.stringify(m.userId)},"data":${m.dataJson},"created_at":"${m.createdAt}"}`;
+  return `{"id":"${m.id}","channel":${JSON.stringify(m.channel)},${sender(m)},"data":${m.dataJson},"created_at":"${m.createdAt}"}`;
 }
 
 /** The WebSocket `message` frame for a topic. */
 export function messageFrame(topic: string, m: Message): string {
-  return `{"type":"message","topic":${JSON.stringify(topic)},"id":"${m.id}","user_id":${JSON.stringify(m.userId)},"data":${m.dataJson},"created_at":"${m.createdAt}"}`;
+  return `{"type":"message","topic":${JSON.stringify(topic)},"id":"${m.id}",${sender(m)},"data":${m.dataJson},"created_at":"${m.createdAt}"}`;
 }

@@ -71,6 +71,36 @@ describe('Revocation', () => {
     expect(other.closedWith).toBeUndefined();
   });
 
+  it('user_disconnected closes every connection of that user with 4409 (case-insensitive), and no one else', async () => {
+    const { revocation, conn } = setup(new Map());
+    const t = randomUUID();
+    const a1 = conn(t, 1);
+    const a2 = conn(t, 1);
+    a2.identity = { ...a2.identity, userId: a1.identity.userId.toUpperCase() };
+    const b = conn(t, 1);
+    const elsewhere = conn(randomUUID(), 1);
+    elsewhere.identity = { ...elsewhere.identity, userId: a1.identity.userId };
+    await revocation.onEvent({ ...event(t, 'user_disconnected', 1), detail: { user_id: a1.identity.userId } });
+    expect([a1.closedWith, a2.closedWith, b.closedWith, elsewhere.closedWith]).toEqual([4409, 4409, undefined, undefined]);
+  });
+
+  it('user_revoked closes that user’s connections whose token has no iat or an earlier one with 4401', async () => {
+    const { revocation, conn } = setup(new Map());
+    const t = randomUUID();
+    const before = 1_800_000_000;
+    const noIat = conn(t, 1);
+    const user = noIat.identity.userId;
+    const older = conn(t, 1);
+    older.identity = { ...older.identity, userId: user, issuedAt: before - 1 };
+    const atMoment = conn(t, 1);
+    atMoment.identity = { ...atMoment.identity, userId: user, issuedAt: before };
+    const newer = conn(t, 1);
+    newer.identity = { ...newer.identity, userId: user, issuedAt: before + 10 };
+    const otherUser = conn(t, 1);
+    await revocation.onEvent({ ...event(t, 'user_revoked', 2), detail: { user_id: user.toUpperCase(), before } });
+    expect([noIat.closedWith, older.closedWith, atMoment.closedWith, newer.closedWith, otherUser.closedWith]).toEqual([4401, 4401, undefined, undefined, undefined]);
+  });
+
   it('re-verifies everything on a tenant feed reset: failures close with 4401, an unreachable verifier with 1013', async () => {
     const { revocation, registry, conn } = setup(new Map());
     const t = randomUUID();

@@ -1,7 +1,7 @@
 import { codeOf, type Logger } from '@service-relay/core';
 import type { TenantEvent } from '@service-relay/tenant-events';
 import type { ConnectionRegistry, TrackedConnection } from './connection-registry';
-import { CLOSE_TRY_AGAIN_LATER, CLOSE_UNAUTHORIZED } from './close-codes';
+import { CLOSE_DISCONNECTED_BY_HOST, CLOSE_TRY_AGAIN_LATER, CLOSE_UNAUTHORIZED } from './close-codes';
 
 /**
  * Applies tenant changes to live connections (ARCHITECTURE.md "Tenant feed").
@@ -31,6 +31,26 @@ export class Revocation {
         c.close(CLOSE_UNAUTHORIZED, 'revoked');
         closed += 1;
       }
+    } else if (event.kind === 'user_revoked') {
+      const revoked = userRevocationOf(event);
+      if (revoked) {
+        // A token of this user being checked right now is checked once more (the verifier refuses it by then).
+        this.registry.bumpEpoch();
+        for (const c of conns) {
+          if (!sameUser(c, revoked.userId) || (c.identity.issuedAt !== undefined && c.identity.issuedAt >= revoked.before)) continue;
+          c.close(CLOSE_UNAUTHORIZED, 'revoked');
+          closed += 1;
+        }
+      }
+    } else if (event.kind === 'user_disconnected') {
+      const userId = typeof event.detail?.user_id === 'string' ? event.detail.user_id : undefined;
+      if (userId !== undefined) {
+        for (const c of conns) {
+          if (!sameUser(c, userId)) continue;
+          c.close(CLOSE_DISCONNECTED_BY_HOST, 'disconnected by the host');
+          closed += 1;
+        }
+      }
     }
     if (closed > 0) this.logger.info({ tenant_id: event.tenant_id, kind: event.kind, closed }, 'closed revoked connections');
   }
@@ -57,4 +77,16 @@ export class Revocation {
       }),
     );
   }
+}
+
+/** `{user_id, before}` of a user_revoked change; undefined when malformed (logged by nobody: the registry writes it). */
+function userRevocationOf(event: TenantEvent): { userId: string; before: number } | undefined {
+  const d = event.detail;
+  if (typeof d?.user_id !== 'string' || typeof d.before !== 'number') return undefined;
+  return { userId: d.user_id, before: d.before };
+}
+
+/** User ids compare case-insensitively. */
+function sameUser(c: TrackedConnection, userId: string): boolean {
+  return c.identity.userId.toLowerCase() === userId.toLowerCase();
 }

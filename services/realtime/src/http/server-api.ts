@@ -1,0 +1,119 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { CHANNEL_NAME, codeOf, isCanonicalUuid, MAX_DATA_BYTES, safeEqual, sendError, sendJson, type ErrorCode, type Logger } from '@service-relay/core';
+import { readBodyOrRefuse } from '@service-relay/edge';
+import { messageJson, SERVER_USER_ID, type ChannelRef, type Message } from '../messaging/message';
+import type { MessageBus } from '../messaging/message-bus';
+import { applyPublishRule } from '../messaging/publish-rule';
+import type { RealtimeMetrics } from '../metrics';
+
+/** The internal server API's paths; the gateway forwards only /api/v1/*, so no client reaches them through it. */
+export const SERVER_API_PREFIX = '/internal/server/';
+const MESSAGES_PATH = '/internal/server/messages';
+const PRESENCE_PATH = /^\/internal\/server\/channels\/([^/]+)\/presence$/;
+/** The same bound the registry applies (host-requests.ts). */
+const MAX_CHANNELS = 100;
+const MAX_BODY_BYTES = 4 * MAX_DATA_BYTES;
+
+/** One member of a channel's presence, as the host API answers it. */
+export interface PresenceMember {
+  user_id: string;
+  data?: unknown;
+}
+
+/** Lists who is present on a tenant's channel, cluster-wide (realtime's presence). */
+export type PresenceLister = (ref: ChannelRef) => Promise<PresenceMember[]>;
+
+export interface ServerApiOptions {
+  internalToken: string;
+  messages: MessageBus;
+  metrics: RealtimeMetrics;
+  logger: Logger;
+  acceptingPublishes: () => boolean;
+  /** Absent until presence is wired: the listing answers 503 unavailable. */
+  presence?: PresenceLister | undefined;
+}
+
+/**
+ * The host server API's realtime side (#13), called by the registry only: it
+ * proves itself with INTERNAL_TOKEN and the server marker `x-relay-server: 1`
+ * (which the gateway drops from every client request) and names the tenant
+ * in `x-relay-tenant-id`. A server publish has no user (`user_id: null`,
+ * `from: "server"`) and no channel rule applies to it: it is the tenant.
+ */
+export function createServerApiHandler(opts: ServerApiOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    handle(opts, req, res).catch((err: unknown) => {
+      const code = codeOf(err);
+      if (code === 'internal' || code === 'unavailable') opts.logger.error({ err, request_id: req.headers['x-request-id'], tenant_id: req.headers['x-relay-tenant-id'] }, 'server request failed');
+      sendError(res, code);
+    });
+  };
+}
+
+async function handle(opts: ServerApiOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const tenantId = serverCaller(req, opts.internalToken);
+  if (tenantId === undefined) return sendError(res, 'invalid_internal_token');
+  const path = (req.url ?? '/').split('?', 1)[0]!;
+  if (path === MESSAGES_PATH) {
+    if (req.method !== 'POST') return sendError(res, 'method_not_allowed', { allow: 'POST' });
+    return publish(opts, req, res, tenantId);
+  }
+  const m = PRESENCE_PATH.exec(path);
+  if (!m) return sendError(res, 'not_found');
+  if (req.method !== 'GET') return sendError(res, 'method_not_allowed', { allow: 'GET' });
+  const channel = decodeChannel(m[1]!);
+  if (channel === undefined) return sendError(res, 'invalid_channel');
+  if (!opts.presence) return sendError(res, 'unavailable');
+  const members = await opts.presence({ tenantId, channel });
+  sendJson(res, 200, { channel, members });
+}
+
+/** The tenant of a request that carries the internal token and the server marker; undefined for anything else. */
+function serverCaller(req: IncomingMessage, internalToken: string): string | undefined {
+  const h = req.headers;
+  const presented = h['x-internal-token'];
+  if (typeof presented !== 'string' || !safeEqual(presented, internalToken)) return undefined;
+  if (h['x-relay-server'] !== '1') return undefined;
+  const tenantId = h['x-relay-tenant-id'];
+  return isCanonicalUuid(tenantId) ? tenantId : undefined;
+}
+
+async function publish(opts: ServerApiOptions, req: IncomingMessage, res: ServerResponse, tenantId: string): Promise<void> {
+  const raw = await readBodyOrRefuse(req, res, MAX_BODY_BYTES, { drain: true });
+  if (raw === undefined) return;
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch {
+    return sendError(res, 'invalid_body');
+  }
+  if (typeof body !== 'object' || body === null || !('data' in body)) return sendError(res, 'invalid_body');
+  const { channels, data, idempotency_key: idempotencyKey } = body as { channels?: unknown; data: unknown; idempotency_key?: unknown };
+  if (!Array.isArray(channels) || channels.length < 1 || channels.length > MAX_CHANNELS || new Set(channels).size !== channels.length) return sendError(res, 'invalid_body');
+  if (!channels.every((c): c is string => typeof c === 'string' && CHANNEL_NAME.test(c))) return sendError(res, 'invalid_channel');
+  const deps = { messages: opts.messages, acceptingPublishes: opts.acceptingPublishes };
+  // In order, one after another: a refusal (size, gate) is the same for every
+  // channel and so comes with the first, before anything is stored.
+  const published: Message[] = [];
+  for (const channel of channels) {
+    const verdict = await applyPublishRule(deps, { ref: { tenantId, channel }, userId: SERVER_USER_ID, data, idempotencyKey });
+    if (!verdict.ok) return fail(res, verdict.refusal === 'malformed' ? 'invalid_body' : verdict.refusal);
+    opts.metrics.messagesIn.inc({ source: 'server' });
+    published.push(verdict.message);
+  }
+  sendJson(res, 201, `{"messages":[${published.map(messageJson).join(',')}]}`);
+}
+
+function fail(res: ServerResponse, code: ErrorCode): void {
+  sendError(res, code);
+}
+
+function decodeChannel(segment: string): string | undefined {
+  let channel: string;
+  try {
+    channel = decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+  return CHANNEL_NAME.test(channel) ? channel : undefined;
+}
