@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto';
+import { createLogger, createRedis, redisReady, type Redis } from '@service-relay/core';
+import { deleteRedisPrefix, TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ManualScheduler } from '../realtime/scheduler';
+import { presenceStoreContract, recordEvents } from './presence-store.contract';
+import { ghostBoundMs, sweepIntervalMs } from './presence-store';
+import { RedisPresenceStore } from './redis-presence-store';
+
+const logger = createLogger({ service: 't', level: 'silent' });
+const prefix = uniqueRedisPrefix('presence');
+const clients: Redis[] = [];
+const stores: RedisPresenceStore[] = [];
+const TTL = 9000;
+
+async function client(): Promise<Redis> {
+  const r = createRedis(TEST_REDIS_URL, { enableOfflineQueue: true, maxRetriesPerRequest: null });
+  clients.push(r);
+  await redisReady(r);
+  return r;
+}
+
+/** One instance: its own two connections, like a process of its own. */
+async function instance(scheduler: ManualScheduler): Promise<RedisPresenceStore> {
+  const s = new RedisPresenceStore({ redis: await client(), subscriber: await client(), prefix, ttlMs: TTL, scheduler, logger });
+  stores.push(s);
+  await s.tick();
+  return s;
+}
+
+afterAll(async () => {
+  await Promise.all(stores.map((s) => s.close()));
+  for (const r of clients) r.disconnect();
+  await deleteRedisPrefix(prefix);
+});
+
+presenceStoreContract('redis (two instances)', {
+  async make() {
+    const clock = new ManualScheduler(Date.now());
+    return { a: await instance(clock), b: await instance(clock), distinct: true };
+  },
+});
+
+describe('RedisPresenceStore: an instance that stops without leaving', () => {
+  const ref = () => ({ tenantId: randomUUID(), channel: 'presence:room' });
+
+  it('its members stay while its last beat is younger than the TTL, and are swept by exactly one instance after, with one leave each', async () => {
+    const clock = new ManualScheduler(Date.now());
+    // The dead instance's clock never moves: it never beats again, as after a SIGKILL.
+    const dead = await instance(new ManualScheduler(clock.now()));
+    const [live1, live2] = [await instance(clock), await instance(clock)];
+    const r = ref();
+    const [ghost, shared, marker] = [randomUUID(), randomUUID(), randomUUID()];
+    const seen = await recordEvents(live1, r);
+    await dead.join(r, 'c1', ghost, '{"n":1}');
+    await dead.join(r, 'c2', shared, undefined);
+    await live2.join(r, 'c3', shared, undefined);
+    await seen.upTo(2);
+    clock.advance(TTL - 1);
+    await Promise.all([live1.tick(), live2.tick()]);
+    expect((await live1.members(r)).map((m) => m.userId).sort()).toEqual([ghost, shared].sort());
+    clock.advance(sweepIntervalMs(TTL) + 1);
+    await Promise.all([live1.tick(), live2.tick()]);
+    expect(await seen.upTo(3)).toContainEqual({ type: 'leave', userId: ghost });
+    expect(await live2.members(r)).toEqual([{ userId: shared, dataJson: undefined }]);
+    // A later event: any second sweep of the dead instance would have come before it.
+    await live2.join(r, 'c4', marker, undefined);
+    expect(await seen.upTo(4)).toEqual([
+      { type: 'join', userId: ghost, dataJson: '{"n":1}' },
+      { type: 'join', userId: shared, dataJson: undefined },
+      { type: 'leave', userId: ghost },
+      { type: 'join', userId: marker, dataJson: undefined },
+    ]);
+    expect(ghostBoundMs(TTL)).toBe(TTL + 3000);
+    seen.stop();
+  });
+
+  it('an instance that stalled past the TTL and was swept writes its members again under a new id', async () => {
+    const clock = new ManualScheduler(Date.now());
+    const stalledClock = new ManualScheduler(clock.now());
+    const stalled = await instance(stalledClock);
+    const live = await instance(clock);
+    const r = ref();
+    const u = randomUUID();
+    const seen = await recordEvents(live, r);
+    await stalled.join(r, 'c1', u, '{"x":true}');
+    await seen.upTo(1);
+    const oldId = stalled.id;
+    clock.advance(TTL + sweepIntervalMs(TTL));
+    await live.tick();
+    expect((await seen.upTo(2))[1]).toEqual({ type: 'leave', userId: u });
+    // It wakes up: its next beat finds it swept.
+    stalledClock.set(clock.now());
+    await stalled.tick();
+    expect(stalled.id).not.toBe(oldId);
+    expect((await seen.upTo(3))[2]).toEqual({ type: 'join', userId: u, dataJson: '{"x":true}' });
+    expect(await live.members(r)).toEqual([{ userId: u, dataJson: '{"x":true}' }]);
+    await stalled.leave(r, 'c1');
+    expect((await seen.upTo(4))[3]).toEqual({ type: 'leave', userId: u });
+    seen.stop();
+  });
+});

@@ -1,0 +1,399 @@
+import { randomUUID } from 'node:crypto';
+import { redisReady, RelayError, withTimeout, type Logger, type Redis } from '@service-relay/core';
+import type { ChannelRef } from '../messaging/message';
+import type { Scheduler } from '../realtime/scheduler';
+import type { PresenceEvent, PresenceListener, PresenceStore, StoredMember } from './presence-store';
+import { sweepIntervalMs } from './presence-store';
+import { BEAT_SCRIPT, CLAIM_SCRIPT, JOIN_SCRIPT, LEAVE_SCRIPT, MEMBERS_SCRIPT, REMOVE_INSTANCE_SCRIPT } from './redis-presence-scripts';
+
+type Commands = Redis & {
+  relayPresenceJoin(iHash: string, users: string, data: string, conn: string, user: string, hasData: string, data_: string, events: string): Promise<number>;
+  relayPresenceLeave(iHash: string, users: string, data: string, conn: string, events: string): Promise<number>;
+  relayPresenceRemove(iHash: string, users: string, data: string, events: string): Promise<number>;
+  relayPresenceMembers(users: string, data: string): Promise<[string[], string[]]>;
+  relayPresenceBeat(instances: string, instance: string, now: number, first: string): Promise<number>;
+  relayPresenceClaim(instances: string, sweeping: string, instance: string, cutoff: number, now: number): Promise<number>;
+};
+type Pipeline = ReturnType<Redis['pipeline']> & Pick<Commands, 'relayPresenceBeat' | 'relayPresenceJoin'>;
+
+export interface RedisPresenceStoreOptions {
+  /** Commands and scripts. */
+  redis: Redis;
+  /** A connection of its own for the event channels (a subscribed connection takes no commands). */
+  subscriber: Redis;
+  /** REDIS_PREFIX. */
+  prefix: string;
+  /** PRESENCE_TTL_MS: an instance whose last heartbeat is this old is dead, and its members are removed. */
+  ttlMs: number;
+  scheduler: Scheduler;
+  logger: Logger;
+  /** A Redis call slower than this counts as failed (default 1 s). */
+  deadlineMs?: number;
+}
+
+interface Membership {
+  ref: ChannelRef;
+  connId: string;
+  userId: string;
+  dataJson: string | undefined;
+}
+
+interface EventChannel {
+  ref: ChannelRef;
+  listeners: Set<PresenceListener>;
+  subscribed: Promise<unknown>;
+}
+
+/** Dead instances claimed per sweep, at most (the next sweep takes the rest). */
+const SWEEP_BATCH = 16;
+
+/**
+ * Presence shared by every realtime instance on one Redis. Each instance
+ * writes its memberships under its own id and beats (a sorted set of
+ * instances by last beat) every TTL/3; every instance also sweeps: an
+ * instance whose beat is older than the TTL is claimed by exactly one
+ * sweeper (an atomic script), which removes its memberships channel by
+ * channel and publishes `leave` for users left with no connection. A member
+ * of a SIGKILLed instance is therefore gone within TTL + TTL/3.
+ *
+ * An instance that finds itself swept (it stalled longer than the TTL), or
+ * whose write may or may not have landed (a timeout, Redis down), gives up
+ * its id and writes every membership again under a new one: whatever it left
+ * behind under the old id is swept like a dead instance's, never kept.
+ */
+export class RedisPresenceStore implements PresenceStore {
+  private readonly redis: Commands;
+  private readonly base = randomUUID();
+  private generation = 0;
+  private instanceId: string;
+  /** This instance's memberships, to write again under a new id. */
+  private readonly memberships = new Map<string, Membership>();
+  /** Memberships per channel here: the instance's channel set gains a channel at its first and loses it after its last. */
+  private readonly perChannel = new Map<string, number>();
+  private readonly events = new Map<string, EventChannel>();
+  private readonly beatMs: number;
+  private readonly deadlineMs: number;
+  /** The current id has not been announced (and its memberships written) yet. */
+  private fresh = true;
+  private cancelBeat: () => void = () => {};
+  private closed = false;
+  private lastError = '';
+  private ticking: Promise<void> = Promise.resolve();
+
+  constructor(private readonly opts: RedisPresenceStoreOptions) {
+    this.instanceId = this.base;
+    this.beatMs = sweepIntervalMs(opts.ttlMs);
+    this.deadlineMs = opts.deadlineMs ?? 1000;
+    const r = opts.redis;
+    r.defineCommand('relayPresenceJoin', { numberOfKeys: 3, lua: JOIN_SCRIPT });
+    r.defineCommand('relayPresenceLeave', { numberOfKeys: 3, lua: LEAVE_SCRIPT });
+    r.defineCommand('relayPresenceRemove', { numberOfKeys: 3, lua: REMOVE_INSTANCE_SCRIPT });
+    r.defineCommand('relayPresenceMembers', { numberOfKeys: 2, lua: MEMBERS_SCRIPT });
+    r.defineCommand('relayPresenceBeat', { numberOfKeys: 1, lua: BEAT_SCRIPT });
+    r.defineCommand('relayPresenceClaim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
+    this.redis = r as Commands;
+    opts.subscriber.on('message', (channel: string, payload: string) => this.onEvent(channel, payload));
+    void this.tick();
+  }
+
+  /** This instance's current id in the instances set (tests). */
+  get id(): string {
+    return this.instanceId;
+  }
+
+  async join(ref: ChannelRef, connId: string, userId: string, dataJson: string | undefined): Promise<void> {
+    if (this.closed) throw new RelayError('unavailable', 'presence store closed');
+    const m: Membership = { ref, connId, userId, dataJson };
+    const key = membershipKey(ref, connId);
+    if (this.memberships.has(key)) return;
+    this.memberships.set(key, m);
+    const first = this.count(ref, +1) === 1;
+    if (this.redis.status !== 'ready') {
+      try {
+        await redisReady(this.redis, 2 * this.deadlineMs);
+      } catch (err) {
+        this.memberships.delete(key);
+        this.count(ref, -1);
+        throw new RelayError('unavailable', 'presence store unavailable', { cause: err });
+      }
+      // Left while this waited: nothing to write.
+      if (this.memberships.get(key) !== m) return;
+    }
+    const id = this.instanceId;
+    // In call order on one connection: the instance is listed (so it can be
+    // swept) and the channel is in its set before the membership exists.
+    const announced = this.fresh ? this.redis.relayPresenceBeat(this.instancesKey(), id, this.opts.scheduler.now(), '1') : undefined;
+    const listed = first || this.fresh ? this.redis.sadd(this.instanceKey(id), channelKey(ref)) : undefined;
+    const joined = this.redis.relayPresenceJoin(...this.keys(ref, id), connId, userId, dataJson === undefined ? '0' : '1', dataJson ?? '', this.eventChannel(ref));
+    try {
+      await withTimeout(Promise.all([announced, listed, joined]), this.deadlineMs);
+    } catch (err) {
+      this.memberships.delete(key);
+      this.count(ref, -1);
+      // It may have landed: this id's writes can no longer be vouched for.
+      this.abandon(id, err);
+      throw new RelayError('unavailable', 'presence store unavailable', { cause: err });
+    }
+  }
+
+  async leave(ref: ChannelRef, connId: string): Promise<void> {
+    const key = membershipKey(ref, connId);
+    if (!this.memberships.delete(key)) return;
+    const last = this.count(ref, -1) === 0;
+    if (this.closed) return;
+    const id = this.instanceId;
+    const left = this.redis.relayPresenceLeave(...this.keys(ref, id), connId, this.eventChannel(ref));
+    const unlisted = last ? this.redis.srem(this.instanceKey(id), channelKey(ref)) : undefined;
+    try {
+      await withTimeout(Promise.all([left, unlisted]), this.deadlineMs);
+    } catch (err) {
+      // Not removed, or not known to be: the old id is swept, the rest written again under a new one.
+      this.abandon(id, err);
+    }
+  }
+
+  async members(ref: ChannelRef): Promise<StoredMember[]> {
+    let reply: [string[], string[]];
+    try {
+      if (this.redis.status !== 'ready') await redisReady(this.redis, 2 * this.deadlineMs);
+      reply = await withTimeout(this.redis.relayPresenceMembers(this.usersKey(ref), this.dataKey(ref)), this.deadlineMs);
+    } catch (err) {
+      throw new RelayError('unavailable', 'presence store unavailable', { cause: err });
+    }
+    const [users, data] = reply;
+    const dataOf = new Map<string, string>();
+    for (let i = 0; i + 1 < data.length; i += 2) dataOf.set(data[i]!, data[i + 1]!);
+    const members: StoredMember[] = [];
+    for (let i = 0; i + 1 < users.length; i += 2) {
+      if (Number(users[i + 1]) > 0) members.push({ userId: users[i]!, dataJson: dataOf.get(users[i]!) });
+    }
+    return members;
+  }
+
+  async subscribe(ref: ChannelRef, listener: PresenceListener): Promise<() => void> {
+    const name = this.eventChannel(ref);
+    let ch = this.events.get(name);
+    if (!ch) {
+      ch = { ref, listeners: new Set(), subscribed: this.opts.subscriber.subscribe(name) };
+      this.events.set(name, ch);
+    }
+    const entry = ch;
+    entry.listeners.add(listener);
+    const stop = () => {
+      entry.listeners.delete(listener);
+      if (entry.listeners.size > 0 || this.events.get(name) !== entry) return;
+      this.events.delete(name);
+      this.opts.subscriber.unsubscribe(name).catch(() => {});
+    };
+    try {
+      await withTimeout(entry.subscribed, this.deadlineMs * 2);
+    } catch (err) {
+      stop();
+      throw new RelayError('unavailable', 'presence events unavailable', { cause: err });
+    }
+    return stop;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.cancelBeat();
+    this.events.clear();
+    const id = this.instanceId;
+    await withTimeout(this.removeInstance(id), this.deadlineMs * 2).catch((err: unknown) => {
+      this.opts.logger.warn({ err: (err as Error).message }, 'presence: members not removed at stop; the sweep of another instance removes them');
+    });
+    this.memberships.clear();
+    this.perChannel.clear();
+  }
+
+  /** One heartbeat and one sweep (the timer calls it every TTL/3; tests may call it directly). One at a time. */
+  tick(): Promise<void> {
+    this.ticking = this.ticking.then(() => this.beatAndSweep());
+    return this.ticking;
+  }
+
+  private async beatAndSweep(): Promise<void> {
+    this.cancelBeat();
+    try {
+      await this.beat();
+      await this.sweep();
+      this.recovered();
+    } catch (err) {
+      this.failed(err);
+    } finally {
+      if (!this.closed) this.cancelBeat = this.opts.scheduler.at(this.opts.scheduler.now() + this.beatMs, () => void this.tick());
+    }
+  }
+
+  /**
+   * Announces this instance. A fresh id also gets every membership written
+   * (in one pipeline, issued at once, so later leaves follow it in order).
+   */
+  private async beat(): Promise<void> {
+    if (this.closed) return;
+    if (this.redis.status !== 'ready') await redisReady(this.redis, 2 * this.deadlineMs);
+    const id = this.instanceId;
+    const now = this.opts.scheduler.now();
+    if (!this.fresh) {
+      const alive = await withTimeout(this.redis.relayPresenceBeat(this.instancesKey(), id, now, '0'), this.deadlineMs);
+      if (alive === 1) return;
+      this.opts.logger.warn({ instance: id }, 'presence: this instance was swept as dead (stalled past PRESENCE_TTL_MS); writing its members again under a new id');
+      if (this.instanceId === id) this.renew();
+    }
+    const fresh = this.instanceId;
+    const p = this.redis.pipeline() as Pipeline;
+    void p.relayPresenceBeat(this.instancesKey(), fresh, now, '1');
+    for (const k of this.perChannel.keys()) void p.sadd(this.instanceKey(fresh), k);
+    for (const m of this.memberships.values()) {
+      void p.relayPresenceJoin(...this.keys(m.ref, fresh), m.connId, m.userId, m.dataJson === undefined ? '0' : '1', m.dataJson ?? '', this.eventChannel(m.ref));
+    }
+    const results = (await withTimeout(p.exec(), this.deadlineMs)) ?? [];
+    const failed = results.find(([e]) => e);
+    if (failed) throw failed[0]!;
+    if (this.instanceId === fresh) this.fresh = false;
+  }
+
+  /** Claims instances whose beat is older than the TTL and removes their members. */
+  private async sweep(): Promise<void> {
+    if (this.closed) return;
+    const now = this.opts.scheduler.now();
+    const cutoff = now - this.opts.ttlMs;
+    const [dead, unfinished] = await withTimeout(
+      Promise.all([
+        this.redis.zrangebyscore(this.instancesKey(), '-inf', cutoff, 'LIMIT', 0, SWEEP_BATCH),
+        this.redis.zrangebyscore(this.sweepingKey(), '-inf', cutoff, 'LIMIT', 0, SWEEP_BATCH),
+      ]),
+      this.deadlineMs,
+    );
+    for (const id of new Set([...dead, ...unfinished])) {
+      if (id === this.instanceId) continue;
+      const won = await withTimeout(this.redis.relayPresenceClaim(this.instancesKey(), this.sweepingKey(), id, cutoff, now), this.deadlineMs);
+      if (won !== 1) continue;
+      const left = await this.removeInstance(id);
+      await this.redis.zrem(this.sweepingKey(), id);
+      this.opts.logger.info({ instance: id, users_left: left }, 'presence: swept the members of an instance that stopped beating');
+    }
+  }
+
+  /** Every membership of `id`, channel by channel, then its channel set and its place among the instances. */
+  private async removeInstance(id: string): Promise<number> {
+    const setKey = this.instanceKey(id);
+    let left = 0;
+    for (;;) {
+      const batch = await this.redis.srandmember(setKey, 100);
+      if (batch.length === 0) break;
+      for (const k of batch) {
+        const ref = refOf(k);
+        if (ref) left += await this.redis.relayPresenceRemove(...this.keys(ref, id), this.eventChannel(ref));
+        await this.redis.srem(setKey, k);
+      }
+    }
+    await this.redis.zrem(this.instancesKey(), id);
+    return left;
+  }
+
+  /** Gives up an id whose writes may be wrong: its beats stop, so it is swept; everything is written again under a new one. */
+  private abandon(id: string, err: unknown): void {
+    if (this.instanceId !== id || this.closed) return;
+    this.failed(err);
+    this.renew();
+  }
+
+  private renew(): void {
+    this.instanceId = `${this.base}.${++this.generation}`;
+    this.fresh = true;
+  }
+
+  private count(ref: ChannelRef, delta: number): number {
+    const k = channelKey(ref);
+    const n = (this.perChannel.get(k) ?? 0) + delta;
+    if (n <= 0) this.perChannel.delete(k);
+    else this.perChannel.set(k, n);
+    return n;
+  }
+
+  private onEvent(channel: string, payload: string): void {
+    const ch = this.events.get(channel);
+    if (!ch) return;
+    const event = parseEvent(payload);
+    if (!event) return;
+    for (const l of ch.listeners) {
+      try {
+        l(event);
+      } catch {
+        // One failing listener must not starve the others.
+      }
+    }
+  }
+
+  private failed(err: unknown): void {
+    const message = (err as Error).message;
+    if (message !== this.lastError) this.opts.logger.warn({ err: message }, 'presence: redis call failed; members are written again once it answers');
+    this.lastError = message;
+  }
+
+  private recovered(): void {
+    if (this.lastError !== '') this.opts.logger.info('presence: back on redis');
+    this.lastError = '';
+  }
+
+  private keys(ref: ChannelRef, instance: string): [string, string, string] {
+    return [`${this.channelPrefix(ref)}:i:${instance}`, this.usersKey(ref), this.dataKey(ref)];
+  }
+
+  /** The hash tag keeps one channel's keys in one slot. */
+  private channelPrefix(ref: ChannelRef): string {
+    return `${this.opts.prefix}presence:{${ref.tenantId}:${ref.channel}}`;
+  }
+
+  private usersKey(ref: ChannelRef): string {
+    return `${this.channelPrefix(ref)}:users`;
+  }
+
+  private dataKey(ref: ChannelRef): string {
+    return `${this.channelPrefix(ref)}:data`;
+  }
+
+  private eventChannel(ref: ChannelRef): string {
+    return `${this.opts.prefix}presence-events:${ref.tenantId}:${ref.channel}`;
+  }
+
+  private instancesKey(): string {
+    return `${this.opts.prefix}presence:{instances}`;
+  }
+
+  private sweepingKey(): string {
+    return `${this.opts.prefix}presence:{instances}:sweeping`;
+  }
+
+  /** The channels an instance has members on. */
+  private instanceKey(id: string): string {
+    return `${this.opts.prefix}presence:instance:${id}`;
+  }
+}
+
+function membershipKey(ref: ChannelRef, connId: string): string {
+  return `${ref.tenantId}/${ref.channel}/${connId}`;
+}
+
+/** `/` is in neither a tenant id nor a channel name. */
+function channelKey(ref: ChannelRef): string {
+  return `${ref.tenantId}/${ref.channel}`;
+}
+
+function refOf(key: string): ChannelRef | undefined {
+  const slash = key.indexOf('/');
+  return slash > 0 ? { tenantId: key.slice(0, slash), channel: key.slice(slash + 1) } : undefined;
+}
+
+function parseEvent(payload: string): PresenceEvent | undefined {
+  const a = payload.indexOf('\n');
+  if (a !== 1) return undefined;
+  if (payload[0] === 'l') return { type: 'leave', userId: payload.slice(2) };
+  if (payload[0] !== 'j') return undefined;
+  const b = payload.indexOf('\n', 2);
+  if (b < 0) return undefined;
+  const userId = payload.slice(2, b);
+  return { type: 'join', userId, dataJson: payload[b + 1] === '1' ? payload.slice(b + 2) : undefined };
+}
