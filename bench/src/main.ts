@@ -6,6 +6,7 @@ import { machineInfo } from './lib/machine-info';
 import { failedRow, toJson, validateResults, type Row } from './lib/result-schema';
 import { FULL, QUICK, type BenchContext, type Scenario } from './lib/scenario';
 import { killAllWorkers, setVerbose } from './lib/workers';
+import { channelRules } from './scenarios/channel-rules';
 import { connectRate } from './scenarios/connect-rate';
 import { connMemory } from './scenarios/conn-memory';
 import { fanout } from './scenarios/fanout';
@@ -28,6 +29,7 @@ const SCENARIOS: Record<string, Scenario> = {
   'conn-memory': connMemory,
   'connect-rate': connectRate,
   revocation,
+  'channel-rules': channelRules,
 };
 
 // A name of its own in ps, so the bench is easy to tell from the services' own src/main.ts.

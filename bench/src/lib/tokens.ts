@@ -4,6 +4,8 @@ import { createHmac, randomUUID } from 'node:crypto';
 export interface TenantKey {
   tenantId: string;
   secret: string;
+  /** A `cap` claim every token signed with this key carries (the channel-rules row). */
+  cap?: Record<string, string[]>;
 }
 
 const b64url = (s: string): string => Buffer.from(s).toString('base64url');
@@ -15,7 +17,7 @@ const b64url = (s: string): string => Buffer.from(s).toString('base64url');
 export function signToken(key: TenantKey, userId: string = randomUUID(), ttlS = 3600): string {
   const header = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid: key.tenantId }));
   const now = Math.floor(Date.now() / 1000);
-  const payload = b64url(JSON.stringify({ iss: 'service-relay', aud: 'service-relay', tenant_id: key.tenantId, user_id: userId, iat: now, exp: now + ttlS }));
+  const payload = b64url(JSON.stringify({ iss: 'service-relay', aud: 'service-relay', tenant_id: key.tenantId, user_id: userId, iat: now, exp: now + ttlS, ...(key.cap && { cap: key.cap }) }));
   const input = `${header}.${payload}`;
   const sig = createHmac('sha256', key.secret).update(input).digest('base64url');
   return `${input}.${sig}`;
