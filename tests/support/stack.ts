@@ -56,7 +56,8 @@ export async function startStack(): Promise<Stack> {
     procs[name] = new ManagedProcess(name, process.execPath, [...TSX, `services/${service}/src/main.ts`], { ...common, ...env });
     health[name] = healthUrl;
   };
-  add('registry', 'tenant-registry', { DATABASE_URL: db.url, REGISTRY_HTTP_PORT: `${ports.registryHttp}`, REGISTRY_GRPC_PORT: `${ports.registryGrpc}` }, `http://127.0.0.1:${ports.registryHttp}/healthz`);
+  // The host server API's publish and presence go to realtime2, so the gateway (realtime1) and the registry use different instances.
+  add('registry', 'tenant-registry', { DATABASE_URL: db.url, REGISTRY_HTTP_PORT: `${ports.registryHttp}`, REGISTRY_GRPC_PORT: `${ports.registryGrpc}`, REALTIME_URL: `http://127.0.0.1:${ports.realtime[1]}` }, `http://127.0.0.1:${ports.registryHttp}/healthz`);
   for (const i of [0, 1]) {
     add(`verifier${i + 1}`, 'auth-verifier', { VERIFIER_GRPC_PORT: `${ports.verifierGrpc[i]}`, VERIFIER_HTTP_PORT: `${ports.verifierHttp[i]}`, REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}` }, `http://127.0.0.1:${ports.verifierHttp[i]}/healthz`);
   }
