@@ -23,12 +23,17 @@ export interface Stack {
 
 const TSX = ['--import', 'tsx'];
 
+export interface StackOptions {
+  /** The gateway sends REST requests and WebSocket upgrades to both realtime instances in turn (default: realtime1 only). */
+  gatewayToBothRealtimes?: boolean;
+}
+
 /**
  * The distributed deployment on this machine: every service its own process,
  * two auth-verifiers and two realtime instances, on a fresh PostgreSQL database
  * and a Redis key prefix of their own.
  */
-export async function startStack(): Promise<Stack> {
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const db: TestDatabase = await createTestDatabase('e2e');
   const adminToken = randomBytes(32).toString('base64url');
   const internalToken = randomBytes(32).toString('base64url');
@@ -69,7 +74,7 @@ export async function startStack(): Promise<Stack> {
     VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[0]}`,
     REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}`,
     REGISTRY_URL: `http://127.0.0.1:${ports.registryHttp}`,
-    REALTIME_URL: `http://127.0.0.1:${ports.realtime[0]}`,
+    REALTIME_URL: (opts.gatewayToBothRealtimes ? ports.realtime : ports.realtime.slice(0, 1)).map((p) => `http://127.0.0.1:${p}`).join(','),
   }, `http://127.0.0.1:${ports.gateway}/healthz`);
 
   const startOne = async (name: string) => {

@@ -12,7 +12,6 @@ const NAME_RULE = "name must be 1 to 32 characters: letters, digits, spaces, '_'
 interface Session {
   name: string;
   userId: string;
-  wsUrl: string;
 }
 
 export interface ChatAppOptions {
@@ -31,11 +30,10 @@ export interface ChatAppOptions {
 export function createChatApp(opts: ChatAppOptions): Express {
   const { config, tenantId, host } = opts;
   const sessions = new Map<string, Session>();
-  let nextWs = 0;
 
   const issue = async (s: Session) => {
     const token = await host.signUserToken(s.userId, { ttlSeconds: config.tokenTtlS });
-    return { token, expires_at: Math.floor(Date.now() / 1000) + config.tokenTtlS, ws_url: s.wsUrl };
+    return { token, expires_at: Math.floor(Date.now() / 1000) + config.tokenTtlS };
   };
 
   const app = express();
@@ -47,10 +45,10 @@ export function createChatApp(opts: ChatAppOptions): Express {
   app.post('/api/login', async (req: Request, res: Response) => {
     const name = typeof req.body?.name === 'string' ? req.body.name.trim() : '';
     if (!NAME.test(name)) return res.status(400).json({ errors: ['invalid_name'], message: NAME_RULE });
-    const session: Session = { name, userId: userIdFor(tenantId, name), wsUrl: config.relayWsUrls[nextWs++ % config.relayWsUrls.length]! };
+    const session: Session = { name, userId: userIdFor(tenantId, name) };
     const id = randomBytes(24).toString('base64url');
     sessions.set(id, session);
-    res.json({ session: id, name, user_id: session.userId, tenant_id: tenantId, channel: config.channel, ...(await issue(session)) });
+    res.json({ session: id, name, user_id: session.userId, tenant_id: tenantId, channel: config.channel, ws_url: config.relayWsUrl, ...(await issue(session)) });
   });
 
   app.post('/api/token', async (req: Request, res: Response) => {

@@ -5,8 +5,8 @@ export interface ChatConfig {
   port: number;
   /** The gateway: host-sync fetch, and the public origin of the REST API. */
   relayUrl: string;
-  /** Where the page opens its WebSocket(s); more than one are handed out in turn, one per login. */
-  relayWsUrls: string[];
+  /** Where the page opens its WebSocket: the gateway's /ws (one public origin). */
+  relayWsUrl: string;
   /** The registry's admin API, used once to create the demo tenant. */
   registryUrl: string;
   /** ADMIN_TOKEN, else read from DATA_DIR/secrets.env when the tenant must be created. */
@@ -42,9 +42,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ChatConfig {
   };
 
   const relayUrl = url('RELAY_URL', 'http://127.0.0.1:8080', ['http:', 'https:']);
-  // `npm start`'s realtime, until the gateway proxies WebSockets at /ws (then: the gateway's origin + /ws).
-  const defaultWs = 'ws://127.0.0.1:8081/ws';
-  const relayWsUrls = (env.RELAY_WS_URL || defaultWs).split(',').map((u, i) => url(`RELAY_WS_URL[${i}]`, u.trim(), ['ws:', 'wss:']));
+  const relayWsUrl = url('RELAY_WS_URL', `${relayUrl.replace(/^http/, 'ws')}/ws`, ['ws:', 'wss:']);
   const ids = [env.TENANT_ID, env.HOST_SYNC_CLIENT_ID, env.HOST_SYNC_CLIENT_SECRET];
   if (ids.some(Boolean) && !ids.every(Boolean)) throw new Error('TENANT_ID, HOST_SYNC_CLIENT_ID and HOST_SYNC_CLIENT_SECRET go together: set all three or none');
   const channel = env.CHAT_CHANNEL || 'general';
@@ -53,7 +51,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ChatConfig {
     host: env.CHAT_HOST || '127.0.0.1',
     port: int('CHAT_PORT', 3000, 0, 65535),
     relayUrl,
-    relayWsUrls,
+    relayWsUrl,
     registryUrl: url('REGISTRY_URL', 'http://127.0.0.1:8082', ['http:', 'https:']),
     adminToken: env.ADMIN_TOKEN || undefined,
     dataDir: resolve(env.DATA_DIR || './.data'),

@@ -65,7 +65,7 @@ async function main(): Promise<void> {
       '',
       `chat example on http://${config.host}:${port}/`,
       `  tenant     ${tenant.tenantId} (${where})`,
-      `  relay      ${config.relayUrl}; WebSocket ${config.relayWsUrls.join(', ')}`,
+      `  relay      ${config.relayUrl}; WebSocket ${config.relayWsUrl}`,
       `  tokens     ${config.tokenTtlS} s, refreshed in place by the page`,
       '',
     ].join('\n'),
