@@ -164,7 +164,23 @@ describe('RelayClient: refresh, reconnect and close codes', () => {
     expect(client.state).toBe('closed');
   });
 
-  it('4409 (disconnected by the host): never reconnects', async () => {
+  it('4409 from realtime (the host disconnected the user): never reconnects, other users stay', async () => {
+    const tenantId = randomUUID();
+    const userId = randomUUID();
+    const { client, events } = make({ tenantId, userId });
+    const bystander = make({ tenantId });
+    await client.subscribe('room');
+    await bystander.client.subscribe('room');
+    await rt.feed.push({ tenant_id: tenantId, kind: 'user_disconnected', version: 2, revoked_key_versions: [], detail: { user_id: userId } });
+    expect(await events.next('disconnected')).toMatchObject({ code: 4409, willReconnect: false });
+    expect(await events.next('error')).toMatchObject({ code: 'disconnected', details: { closeCode: 4409 } });
+    expect(client.state).toBe('closed');
+    await expect(client.publish('room', 1)).rejects.toMatchObject({ code: 'closed' });
+    const { id } = await bystander.client.publish('room', 'still here');
+    expect((await bystander.events.messages('room', 1)).map((m) => m.id)).toEqual([id]);
+  });
+
+  it('4409 (scripted): a subscribe waiting when it comes is rejected, and nothing reconnects', async () => {
     const stub = await StubRelay.start((peer) => {
       peer.send(readyFrame());
       void peer.next('subscribe').then(() => peer.ws.close(4409, 'disconnected by the host'));

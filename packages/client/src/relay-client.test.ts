@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { FakeVerifier } from '@service-relay/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { issueToken, startRealtime, type RealtimeInstance } from '../../../services/realtime/src/test-support/realtime-harness';
+import { issueToken, startRealtime, TEST_INTERNAL_TOKEN, type RealtimeInstance } from '../../../services/realtime/src/test-support/realtime-harness';
 import { createRelayClient, type RelayClient, type RelayClientOptions } from './index.js';
 import { EventRecorder } from './testing/event-recorder.js';
 
@@ -64,6 +64,19 @@ describe('RelayClient against a realtime instance', () => {
     expect((await queued).id).toMatch(/^\d+-\d+$/);
     const { id } = await client.publish('early', 2);
     expect((await events.messages('early', 1)).map((m) => m.id)).toEqual([id]);
+  });
+
+  it('delivers a message the host server published as from "server" with a null userId', async () => {
+    const { client, events } = make();
+    await client.subscribe('announcements');
+    const res = await fetch(`${rt.http}/internal/server/messages`, {
+      method: 'POST',
+      headers: { 'x-internal-token': TEST_INTERNAL_TOKEN, 'x-relay-server': '1', 'x-relay-tenant-id': tenantId, 'content-type': 'application/json' },
+      body: JSON.stringify({ channels: ['announcements'], data: { text: 'maintenance at noon' } }),
+    });
+    expect(res.status).toBeLessThan(300);
+    const [message] = await events.messages('announcements', 1);
+    expect(message).toMatchObject({ channel: 'announcements', userId: null, from: 'server', data: { text: 'maintenance at noon' } });
   });
 
   it('is what the package exports from its build (dist/, made by npm ci through prepare)', async () => {
