@@ -1,5 +1,11 @@
-/** Why a secret fetch failed. Stable: match on `code`, never on the message. */
-export const HOST_CLIENT_ERROR_CODES = ['invalid_credentials', 'rate_limited', 'unavailable', 'invalid_response'] as const;
+/**
+ * Why a call failed. Stable: match on `code`, never on the message.
+ * The server API (#13) adds: `invalid_request` (400: `problem` says what is
+ * allowed), `payload_too_large` (413), `not_propagated` (503
+ * change_not_propagated: the change is committed and keeps propagating, but
+ * not every instance confirmed it in time; repeating the call is safe).
+ */
+export const HOST_CLIENT_ERROR_CODES = ['invalid_credentials', 'rate_limited', 'unavailable', 'invalid_response', 'invalid_request', 'payload_too_large', 'not_propagated'] as const;
 
 export type HostClientErrorCode = (typeof HOST_CLIENT_ERROR_CODES)[number];
 
@@ -13,13 +19,19 @@ export class HostClientError extends Error {
   readonly status: number | undefined;
   /** For `rate_limited`: the seconds the server's Retry-After asked to wait. */
   readonly retryAfterS: number | undefined;
+  /** For `invalid_request`: the contract's error code (`invalid_body`, `invalid_channel`). */
+  readonly errorCode: string | undefined;
+  /** For `invalid_request`: the server's sentence naming what is allowed (never a secret). */
+  readonly problem: string | undefined;
 
-  constructor(code: HostClientErrorCode, message: string, opts: { status?: number; retryAfterS?: number; cause?: unknown } = {}) {
+  constructor(code: HostClientErrorCode, message: string, opts: { status?: number; retryAfterS?: number; errorCode?: string; problem?: string; cause?: unknown } = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'HostClientError';
     this.code = code;
     this.status = opts.status;
     this.retryAfterS = opts.retryAfterS;
+    this.errorCode = opts.errorCode;
+    this.problem = opts.problem;
   }
 }
 
