@@ -18,7 +18,7 @@ let reg: TestRegistry;
 let dir: string;
 
 beforeAll(async () => {
-  reg = await startTestRegistry({ logLevel: 'warn' });
+  reg = await startTestRegistry({ env: { PROPAGATION_TIMEOUT_MS: '600' }, logLevel: 'warn' });
   dir = mkdtempSync(join(tmpdir(), 'registry-rules-cli-'));
   writeFileSync(join(dir, 'rules.json'), JSON.stringify(DOC));
   writeFileSync(join(dir, 'bad-action.json'), '{"channels":[{"pattern":"chat:*","actions":["admin"]}]}');
@@ -103,5 +103,25 @@ describe('admin CLI: rules', () => {
     });
     expect(res).toMatchObject({ code: 0, stderr: '' });
     expect(JSON.parse(res.stdout)).toEqual({ tenant_id: id, version: 1, rules: CANONICAL });
+  });
+
+  // Last: the stuck consumer keeps its lease a while after it is closed.
+  it('exits 3 with the committed rules on stdout when they are not yet confirmed in force everywhere', async () => {
+    const id = await newTenant();
+    const stuck = await reg.consumer(1500);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    stuck.subscribe(async (e) => {
+      if (e.tenant_id === id && e.kind === 'channel_rules') await released;
+    });
+    try {
+      const res = await run(['rules', 'set', id, '--file', 'rules.json']);
+      expect(res.code).toBe(3);
+      expect(JSON.parse(res.stdout)).toEqual({ tenant_id: id, version: 1, rules: CANONICAL });
+      expect(res.stderr).toMatch(/^warning: the change is committed but not yet confirmed in force everywhere \(503 change_not_propagated; waiting on: test-consumer-/);
+    } finally {
+      release();
+      stuck.close();
+    }
   });
 });
