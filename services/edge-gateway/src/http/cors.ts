@@ -12,7 +12,15 @@ const EXPOSE_HEADERS = 'X-Request-Id, Retry-After, WWW-Authenticate, X-Relay-Lim
 export function applyCors(req: IncomingMessage, res: ServerResponse, allowed: readonly string[] | '*'): boolean {
   const origin = req.headers.origin;
   const isPreflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
-  if (allowed !== '*' && allowed.length === 0) return false;
+  if (allowed !== '*' && allowed.length === 0) {
+    if (!isPreflight) return false;
+    // No origin is allowed, yet a preflight is still answered here, never by
+    // the bearer check (a 401 to a request that cannot carry a token): a 204
+    // without allow headers, which the browser refuses.
+    res.writeHead(204, { 'content-length': '0' });
+    res.end();
+    return true;
+  }
   res.setHeader('vary', 'Origin');
   const ok = origin !== undefined && (allowed === '*' || allowed.includes(origin));
   if (ok) {

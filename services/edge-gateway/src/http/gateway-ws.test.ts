@@ -172,6 +172,26 @@ describe('edge-gateway: WebSocket upgrades on /ws (one public origin)', () => {
   });
 });
 
+describe('edge-gateway: CORS preflights without CORS_ORIGINS', () => {
+  let h: GatewayHarness;
+  beforeAll(async () => {
+    h = await startGatewayHarness();
+  });
+  afterAll(() => h.stop());
+
+  it('are still answered before any token check: 204 without allow headers (the browser refuses), and nothing reaches an upstream', async () => {
+    for (const path of ['/api/v1/me', '/api/host/tenants/00000000-0000-4000-8000-000000000001/messages']) {
+      const res = await fetch(`${h.url}${path}`, { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' } });
+      expect(res.status, path).toBe(204);
+      expect(res.headers.get('access-control-allow-origin')).toBeNull();
+      expect(res.headers.get('www-authenticate')).toBeNull();
+    }
+    // An OPTIONS that is no preflight is an ordinary request: it needs a token.
+    expect((await fetch(`${h.url}/api/v1/me`, { method: 'OPTIONS' })).status).toBe(401);
+    expect(h.realtime.requests.length + h.registry.requests.length).toBe(0);
+  });
+});
+
 describe('edge-gateway: WebSocket upstream failures', () => {
   let live: StubWsUpstream;
   let silent: Server;
