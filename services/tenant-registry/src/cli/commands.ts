@@ -46,6 +46,11 @@ export const COMMANDS: Record<string, Command> = {
     help: "a tenant's channel rules: show them, set them from a JSON file (or stdin), reset to the default",
     request: rulesRequest,
   },
+  users: {
+    args: 'revoke|disconnect ID USER_ID [--before S]',
+    help: "one user of a tenant: revoke its tokens issued before S (unix seconds, default now; closes its connections, 4401), or disconnect it (4409)",
+    request: usersRequest,
+  },
   audit: {
     args: '[--tenant ID] [--limit N] [--cursor C]',
     help: 'the admin audit log, newest first',
@@ -104,6 +109,21 @@ async function rulesRequest(args: string[], ctx: CommandContext): Promise<CliReq
     throw new UsageError(`${file === '-' ? 'standard input' : file} is not JSON (${(err as Error).message})`);
   }
   return { method: 'PUT', path, tenant: id, body };
+}
+
+/** `users revoke ID USER [--before S]`, `users disconnect ID USER`: the host server API's user actions, by the operator (#13). */
+function usersRequest(args: string[]): CliRequest {
+  const [sub, id, user, ...rest] = args;
+  if (sub !== 'revoke' && sub !== 'disconnect') throw new UsageError('users takes revoke or disconnect, then a tenant id and a user id');
+  if (id === undefined || user === undefined || id.startsWith('--') || user.startsWith('--')) throw new UsageError(`users ${sub} takes a tenant id and a user id`);
+  const path = `/admin/tenants/${encodeURIComponent(id)}/users/${encodeURIComponent(user)}/${sub === 'revoke' ? 'revoke_tokens' : 'disconnect'}`;
+  if (sub === 'disconnect') {
+    if (rest.length !== 0) throw new UsageError('users disconnect takes exactly a tenant id and a user id');
+    return { method: 'POST', path, tenant: id };
+  }
+  if (rest.length === 0) return { method: 'POST', path, tenant: id, body: '{}' };
+  if (rest.length !== 2 || rest[0] !== '--before' || !/^\d{1,12}$/.test(rest[1]!)) throw new UsageError('users revoke takes optionally --before S (unix seconds, at most now + 60)');
+  return { method: 'POST', path, tenant: id, body: JSON.stringify({ issued_before: Number(rest[1]) }) };
 }
 
 /** Bounded like the registry's body limit, so a wrong file fails here and not halfway through an upload. */
@@ -177,10 +197,10 @@ export async function runAdminCli(argv: string[], config: CliConfig, io: CliOutp
     io.out(JSON.stringify(body, null, 2));
     return 0;
   }
-  const unconfirmed = body as { errors?: unknown; tenant?: unknown; channel_rules?: unknown; pending_consumers?: Array<{ consumer_id?: unknown }> } | undefined;
+  const unconfirmed = body as { errors?: unknown; tenant?: unknown; channel_rules?: unknown; user?: unknown; pending_consumers?: Array<{ consumer_id?: unknown }> } | undefined;
   if (res.status === 503 && Array.isArray(unconfirmed?.errors) && unconfirmed.errors[0] === 'change_not_propagated') {
     // Committed: the view (and any new host-sync secret, shown only here) must not be lost.
-    io.out(JSON.stringify(unconfirmed.tenant ?? unconfirmed.channel_rules, null, 2));
+    io.out(JSON.stringify(unconfirmed.tenant ?? unconfirmed.channel_rules ?? unconfirmed.user, null, 2));
     const pending = (unconfirmed.pending_consumers ?? []).map((c) => String(c.consumer_id)).join(', ');
     io.err(
       `warning: the change is committed but not yet confirmed in force everywhere (503 change_not_propagated; waiting on: ${pending || 'unknown'}). ` +
@@ -204,8 +224,10 @@ function describeFailure(status: number, body: unknown, id: string | undefined):
       return `${JSON.stringify(id)} is not a tenant id (400 invalid_tenant_id)`;
     case 'invalid_channel_rules':
       return `the registry refused the rules document (400 invalid_channel_rules): ${String((body as { problem?: unknown }).problem ?? 'no reason given')}`;
-    default:
-      return `the registry answered ${status}${code ? ` ${code}` : ''}`;
+    default: {
+      const problem = (body as { problem?: unknown } | undefined)?.problem;
+      return `the registry answered ${status}${code ? ` ${code}` : ''}${typeof problem === 'string' ? `: ${problem}` : ''}`;
+    }
   }
 }
 

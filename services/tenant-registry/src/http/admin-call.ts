@@ -20,6 +20,13 @@ export interface AdminCall {
 
 const ACTION_BY_SUFFIX = new Map(ACTIONS);
 
+/** POST paths under /admin/tenants/{id}/users/{user_id}/ (#13) and their audit action. */
+export const USER_ACTIONS: ReadonlyArray<readonly [string, string]> = [
+  ['revoke_tokens', 'revoke_user_tokens'],
+  ['disconnect', 'disconnect_user'],
+];
+const USER_ACTION_BY_SUFFIX = new Map(USER_ACTIONS);
+
 /** `/admin/tenants/{id}/channel_rules`: the audit action of each method. */
 export const CHANNEL_RULES_PATH = 'channel_rules';
 const CHANNEL_RULES_ACTIONS: Readonly<Record<string, string>> = { GET: 'get_channel_rules', PUT: 'set_channel_rules', DELETE: 'reset_channel_rules' };
@@ -41,6 +48,7 @@ export function describeAdminCall(method: string, path: string): AdminCall {
   if (rest.length === 0) return { action: m === 'GET' ? 'get' : 'unknown', tenantId };
   const suffix = rest.join('/').toLowerCase();
   if (suffix === CHANNEL_RULES_PATH) return { action: CHANNEL_RULES_ACTIONS[m] ?? 'unknown', tenantId };
+  if (rest.length === 3 && rest[0]!.toLowerCase() === 'users') return { action: (m === 'POST' && USER_ACTION_BY_SUFFIX.get(rest[2]!.toLowerCase())) || 'unknown', tenantId };
   const action = m === 'POST' ? ACTION_BY_SUFFIX.get(suffix) : undefined;
   return { action: action ?? 'unknown', tenantId };
 }

@@ -8,7 +8,9 @@ import type { TenantChannelRules } from '../store/channel-rules-store';
 import type { PropagationResult } from '../tenants/propagation';
 import type { AdminOutcome, TenantAdmin } from '../tenants/tenant-admin';
 import { toTenantView } from '../tenants/tenant';
-import { ACTIONS, CHANNEL_RULES_PATH, describeAdminCall, type AdminCall } from './admin-call';
+import { isProblem, parseRevokeRequest, parseUserId } from '../tenants/host-requests';
+import type { UserActionOutcome, UserActions } from '../tenants/user-actions';
+import { ACTIONS, CHANNEL_RULES_PATH, describeAdminCall, USER_ACTIONS, type AdminCall } from './admin-call';
 import { decodeAuditCursor, encodeAuditCursor, toAuditView } from './audit-view';
 import { decodeCursor, encodeCursor, parseLimit } from './list-cursor';
 import { errorCodeFor, NO_STORE } from './send';
@@ -35,6 +37,8 @@ const rawBody = rawBodyUpTo(MAX_ADMIN_BODY_BYTES);
 
 export interface AdminRouterDeps {
   admin: TenantAdmin;
+  /** A user's token revocation and disconnect (#13), the same actions the host server API takes; absent, those routes answer 404. */
+  users?: UserActions | undefined;
   adminTokens: AdminTokens;
   audit: AuditLog;
   metrics: RegistryMetrics;
@@ -142,6 +146,43 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     })
     .all(methodNotAllowed('GET, PUT, DELETE'));
 
+  // An operator's hand on one user (#13): the same actions as the host server
+  // API's, for when the host cannot act (an incident, the host itself down).
+  if (deps.users) {
+    const users = deps.users;
+    for (const [path, name] of USER_ACTIONS) {
+      router
+        .route(`/tenants/:id/users/:user/${path}`)
+        .post(named(name), rawBody, async (req, res) => {
+          const tenantId = tenantIdParam(req);
+          const user = parseUserId(String(req.params.user));
+          if (isProblem(user)) return answer(req, res, 400, errorBody(user.code, { problem: user.problem }), {}, user.code);
+          const body = optionalJsonBody(req);
+          let outcome: UserActionOutcome | undefined;
+          if (path === 'revoke_tokens') {
+            const parsed = parseRevokeRequest(body, Math.floor(Date.now() / 1000));
+            if (isProblem(parsed)) return answer(req, res, 400, errorBody(parsed.code, { problem: parsed.problem }), {}, parsed.code);
+            outcome = await users.revokeTokens(tenantId, user, parsed.before);
+          } else {
+            if (body !== undefined && !(typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0)) throw new RelayError('invalid_body');
+            outcome = await users.disconnect(tenantId, user);
+          }
+          if (!outcome) throw new RelayError('tenant_not_found');
+          const view = { tenant_id: tenantId, user_id: outcome.userId, ...(outcome.before !== undefined && { issued_before: outcome.before }) };
+          if (outcome.propagation.confirmed) return answer(req, res, 200, view);
+          return answer(
+            req,
+            res,
+            httpStatusFor('change_not_propagated'),
+            { errors: ['change_not_propagated'], user: view, pending_consumers: pendingView(outcome.propagation) },
+            { 'retry-after': '1' },
+            'change_not_propagated',
+          );
+        })
+        .all(methodNotAllowed('POST'));
+    }
+  }
+
   router
     .route('/audit')
     .get(named('audit'), async (req, res) => {
@@ -193,6 +234,13 @@ function requireEmptyBody(req: Request, _res: Response, next: NextFunction): voi
   }
   const isEmptyObject = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && Object.keys(parsed).length === 0;
   next(isEmptyObject ? undefined : new RelayError('invalid_body'));
+}
+
+/** A JSON body, or undefined when there is none (empty); invalid_body when it is not JSON. */
+function optionalJsonBody(req: Request): unknown {
+  const body: unknown = req.body;
+  if (body === undefined || (Buffer.isBuffer(body) && body.toString('utf8').trim() === '')) return undefined;
+  return jsonBody(req);
 }
 
 /** The body of a channel rules PUT: JSON (the document itself is judged by parseChannelRules), else invalid_body. */

@@ -46,7 +46,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   app.use(hostSyncFetch(deps.hostSync, deps.metrics, deps.logger, deps.hostFetch));
   if (deps.hostApi) app.use(hostApi({ ...deps.hostApi, hostSync: deps.hostSync, metrics: deps.metrics, logger: deps.logger, limit: deps.hostFetch }));
-  app.use('/admin', adminRouter(deps));
+  app.use('/admin', adminRouter({ ...deps, users: deps.hostApi?.users }));
   app.use((_req, res) => sendError(res, 'not_found', NO_STORE));
 
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
