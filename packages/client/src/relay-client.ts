@@ -409,8 +409,11 @@ export class RelayClient {
         return this.emitter.emit(frame.type, { channel: channelOf(frame.topic), topic: frame.topic, member: frame.member });
       case 'error':
         return this.onError(frame);
+      case 'presence':
+        if (!this.requests.settle(frame)) this.requests.settleOldest('presence', channelOf(frame.topic), frame);
+        return;
       default:
-        // published, unsubscribed, pong, presence; a type this version does not know is ignored.
+        // published, unsubscribed, pong; a type this version does not know is ignored.
         this.requests.settle(frame as ServerFrame & { ref?: string });
     }
   }

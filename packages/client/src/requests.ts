@@ -62,6 +62,21 @@ export class RequestTable {
     return true;
   }
 
+  /**
+   * Settles the oldest sent request of `type` on `topic` (a channel name): for
+   * an answer that does not echo `ref`. False when none waits.
+   */
+  settleOldest(type: string, topic: string, frame: ServerFrame): boolean {
+    for (const [ref, entry] of this.pending) {
+      if (!entry.sent || entry.type !== type || entry.topic !== topic) continue;
+      this.pending.delete(ref);
+      clearTimeout(entry.timer);
+      entry.resolve(frame);
+      return true;
+    }
+    return false;
+  }
+
   /** Fails the requests that were sent on a connection that ended; unsent ones keep waiting. */
   failSent(closeCode: number): void {
     for (const [ref, entry] of [...this.pending]) {
