@@ -27,6 +27,7 @@ describe('loadConfig', () => {
       maxConnectionsPerTenant: 10_000,
       maxFrameBytes: 131_072,
       maxBufferedBytes: 4_194_304,
+      presenceTtlMs: 10_000,
       tracing: { endpoint: undefined, sampler: 'parentbased_always_on', ratio: 1 },
       logLevel: 'info',
     });
@@ -57,6 +58,7 @@ describe('loadConfig', () => {
     ['PUBLISH_BURST', '2000000', 'between 1 and 1000000'],
     ['AUTH_FRAMES_PER_MINUTE', '0', 'between 1 and 10000'],
     ['MAX_CONNECTIONS_PER_TENANT', '0', 'between 1 and 10000000'],
+    ['PRESENCE_TTL_MS', '299', 'between 300 and 600000'],
   ])('a limit out of range stops the start with its allowed range (%s=%s)', (variable, value, range) => {
     expect(() => loadConfig({ ...base, [variable]: value }, { standalone: false })).toThrow(`configuration error: ${variable} must be ${range}, got ${value}`);
   });

@@ -40,6 +40,8 @@ export interface RealtimeConfig {
   maxConnectionsPerTenant: number;
   maxFrameBytes: number;
   maxBufferedBytes: number;
+  /** Presence: an instance silent this long is dead and its members are removed (within this + a third of it). */
+  presenceTtlMs: number;
   /** OTEL_EXPORTER_OTLP_ENDPOINT and the sampler; off without an endpoint. */
   tracing: TracingConfig;
   logLevel: string;
@@ -71,6 +73,7 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
     // The data limit is 64 KiB; a frame must be able to carry that plus its envelope.
     maxFrameBytes: r.int('MAX_FRAME_BYTES', 131_072, 70_000, 64 * 1024 * 1024),
     maxBufferedBytes: r.int('MAX_BUFFERED_BYTES', 4_194_304, 65_536, 1024 * 1024 * 1024),
+    presenceTtlMs: r.int('PRESENCE_TTL_MS', 10_000, 300, 600_000),
     tracing: Object.freeze(readTracingConfig(r)),
     logLevel: r.logLevel(),
   });

@@ -21,6 +21,9 @@ export class RealtimeMetrics {
   readonly recoveries: Counter<'source' | 'result'>;
   /** Frames and connections refused by a limit (docs/API.md "Limits"), by which one. */
   readonly limitRefusals: Counter<'limit'>;
+  /** Presence (#13): this instance's member connections, and join/leave events it received for its watchers. */
+  readonly presenceMemberships: Gauge;
+  readonly presenceEvents: Counter<'type'>;
   private readonly closes: Counter<'code'>;
 
   constructor() {
@@ -49,6 +52,8 @@ export class RealtimeMetrics {
       labelNames: ['limit'],
       registers,
     });
+    this.presenceMemberships = new Gauge({ name: 'relay_realtime_presence_memberships', help: 'Connections of this instance that are presence members (one per connection and presence channel)', registers });
+    this.presenceEvents = new Counter({ name: 'relay_realtime_presence_events_total', help: 'Presence join and leave events received for local watchers, by type', labelNames: ['type'], registers });
     this.closes = new Counter({ name: 'relay_realtime_closes_total', help: 'Closed WebSocket connections by close code', labelNames: ['code'], registers });
   }
 

@@ -13,6 +13,8 @@ import { createTenantConnections } from './limits/create-tenant-connections';
 import { createMessageBus } from './messaging/create-message-bus';
 import type { MessageBus } from './messaging/message-bus';
 import { RealtimeMetrics } from './metrics';
+import { createPresenceStore } from './presence/create-presence-store';
+import { Presence } from './presence/presence';
 import { isScheduler, timerScheduler } from './realtime/scheduler';
 import { TopicHub } from './realtime/topic-hub';
 import { CLOSE_GOING_AWAY } from './ws/close-codes';
@@ -82,6 +84,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const rulesSource = deps.channelRules ?? new RegistryRulesClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: RULES_DEADLINE_MS });
   const channelRules = new ChannelRulesCache({ source: rulesSource, feed, logger });
   const tenantConnections = createTenantConnections(config.redis, { limit: config.maxConnectionsPerTenant, scheduler, logger });
+  const presence = new Presence(createPresenceStore(config.redis, { ttlMs: config.presenceTtlMs, scheduler, logger }), metrics, logger);
   const ctx: ConnectionContext = {
     hub,
     messages,
@@ -92,6 +95,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     maxSubscriptions: config.maxSubscriptions,
     maxBufferedBytes: config.maxBufferedBytes,
     channelRules: channelRules.lookup,
+    presence,
     publishRate: { ratePerS: config.publishRatePerS, burst: config.publishBurst },
     authFramesPerMinute: config.authFramesPerMinute,
     // Nothing is acknowledged while this instance cannot prove it has every
@@ -109,9 +113,9 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   };
 
   // The REST side continues the gateway's traceparent (ops and /ws plain requests are not traced).
-  const rest = traceRequests(tracing, createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup }));
+  const rest = traceRequests(tracing, createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup, presence }));
   // The host server API's realtime side (#13), called by the registry only.
-  const serverApi = createServerApiHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, presence: deps.presence });
+  const serverApi = createServerApiHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, presence: deps.presence ?? presence.list });
   const readiness = {
     verifier: () => verifier.ready(),
     messages: () => messages.ready(),
@@ -166,8 +170,9 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       const closing = closeServer(server, SHUTDOWN_GRACE_MS + 1000);
       await Promise.all([...connections].map((c) => c.shutdown(CLOSE_GOING_AWAY, SHUTDOWN_GRACE_MS)));
       await closing;
-      // Whatever this instance still counts for its tenants is given back now, not one TTL later.
-      await tenantConnections.close();
+      // Whatever this instance still counts for its tenants is given back now, not one TTL later;
+      // its presence members leave now too (each closed connection left already; this is the rest).
+      await Promise.all([tenantConnections.close(), presence.close()]);
       if (ownsVerifier) verifier.close();
       if (ownsRulesSource) rulesSource.close();
       if (ownsMessages) await messages.close();

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CHANNEL_NAME, capabilityFromJson, codeOf, DATA_LIMIT_HEADERS, isCanonicalUuid, isUuid, MAX_DATA_BYTES, safeEqual, sendError, sendJson, type ChannelCapability, type ErrorCode, type Logger } from '@service-relay/core';
+import { CHANNEL_NAME, capabilityFromJson, codeOf, DATA_LIMIT_HEADERS, isCanonicalUuid, isUuid, MAX_DATA_BYTES, presenceEnabled, safeEqual, sendError, sendJson, type ChannelCapability, type ErrorCode, type Logger } from '@service-relay/core';
 import { INVALID_TOKEN_HEADERS, readBodyOrRefuse } from '@service-relay/edge';
 import { channelAccess } from '../authz/channel-access';
 import { DEFAULT_RULES_LOOKUP, type ChannelRulesLookup } from '../authz/channel-rules-cache';
@@ -9,10 +9,12 @@ import type { HistoryPage, MessageBus } from '../messaging/message-bus';
 import { applyPublishRule } from '../messaging/publish-rule';
 import { EPOCH_SHAPE } from '../messaging/recovery';
 import type { RealtimeMetrics } from '../metrics';
+import type { Presence } from '../presence/presence';
 
 // A body may be bigger than its data (envelope, whitespace), but not without bound.
 const MAX_BODY_BYTES = 4 * MAX_DATA_BYTES;
 const MESSAGES_PATH = /^\/api\/v1\/channels\/([^/]+)\/messages$/;
+const PRESENCE_PATH = /^\/api\/v1\/channels\/([^/]+)\/presence$/;
 
 export interface RestOptions {
   internalToken: string;
@@ -23,6 +25,8 @@ export interface RestOptions {
   acceptingPublishes?: () => boolean;
   /** The tenant's channel rules (ChannelRulesCache.lookup); default: the default rules for every tenant. */
   channelRules?: ChannelRulesLookup;
+  /** Presence listing (#13 item 3); absent: no channel has presence. */
+  presence?: Pick<Presence, 'list'>;
 }
 
 const ALWAYS = () => true;
@@ -63,6 +67,8 @@ async function handle(opts: RestOptions, req: IncomingMessage, res: ServerRespon
     if (req.method !== 'GET' && req.method !== 'HEAD') return fail(res, 'method_not_allowed');
     return sendJson(res, 200, JSON.stringify({ tenant_id: caller.tenantId, user_id: caller.userId, expires_at: caller.expiresAt }));
   }
+  const presence = PRESENCE_PATH.exec(path);
+  if (presence) return listPresence(opts, req, res, caller, presence[1]!);
   const m = MESSAGES_PATH.exec(path);
   if (!m) return fail(res, 'not_found');
   const channel = decodeChannel(m[1]!);
@@ -79,6 +85,19 @@ async function handle(opts: RestOptions, req: IncomingMessage, res: ServerRespon
   if (req.method === 'POST') return publish(opts, req, res, ref, caller);
   if (req.method === 'GET' || req.method === 'HEAD') return history(opts, res, ref, new URLSearchParams(q < 0 ? '' : url.slice(q + 1)));
   return fail(res, 'method_not_allowed');
+}
+
+/** `GET …/presence`: the members of a presence channel across every instance, sorted by user_id. */
+async function listPresence(opts: RestOptions, req: IncomingMessage, res: ServerResponse, caller: Caller, segment: string): Promise<void> {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return fail(res, 'method_not_allowed');
+  const channel = decodeChannel(segment);
+  if (channel === undefined) return fail(res, 'invalid_channel');
+  const lookup = (opts.channelRules ?? DEFAULT_RULES_LOOKUP)(caller.tenantId);
+  const rules = lookup instanceof Promise ? await lookup : lookup;
+  if (channelAccess(rules, caller.cap, caller.userId, channel, 'presence') === 'deny') return fail(res, 'forbidden_channel');
+  if (!opts.presence || !presenceEnabled(rules, channel)) return fail(res, 'presence_not_enabled');
+  const members = await opts.presence.list({ tenantId: caller.tenantId, channel });
+  sendJson(res, 200, JSON.stringify({ channel, members }));
 }
 
 function callerOf(req: IncomingMessage, internalToken: string): Caller | undefined {

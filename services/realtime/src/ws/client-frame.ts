@@ -1,12 +1,16 @@
 import { isMessageId } from '../messaging/message-id';
 import { EPOCH_SHAPE } from '../messaging/recovery';
+import { memberDataJson } from '../presence/presence';
 
 export type Ref = string | number;
 
 /** A client frame whose envelope is well formed; topics are checked later, against the identity. */
 export type ClientFrame =
-  | { type: 'subscribe'; topic: unknown; after: string | undefined; epoch: string | undefined; ref: Ref | undefined }
+  /** `member`: the presence member data as JSON text (a JSON object of at most 256 bytes), used on presence channels only. */
+  | { type: 'subscribe'; topic: unknown; after: string | undefined; epoch: string | undefined; member: string | undefined; ref: Ref | undefined }
   | { type: 'unsubscribe'; topic: unknown; ref: Ref | undefined }
+  /** Lists the members of a presence channel. */
+  | { type: 'presence'; topic: unknown; ref: Ref | undefined }
   /** The idempotency key is checked by the publish rule. */
   | { type: 'publish'; topic: unknown; data: unknown; idempotencyKey: unknown; ref: Ref | undefined }
   | { type: 'auth'; token: string; ref: Ref | undefined }
@@ -32,15 +36,20 @@ export function parseClientFrame(text: string): ParsedFrame {
   const ref = typeof f.ref === 'string' || (typeof f.ref === 'number' && Number.isFinite(f.ref)) ? f.ref : undefined;
   const bad: ParsedFrame = { ok: false, ref };
   switch (f.type) {
-    case 'subscribe':
+    case 'subscribe': {
       if (f.after !== undefined && f.after !== null && !isMessageId(f.after)) return bad;
       if (f.epoch !== undefined && f.epoch !== null && (typeof f.epoch !== 'string' || !EPOCH_SHAPE.test(f.epoch))) return bad;
+      const member = memberDataJson(f.member);
+      if (member === 'invalid') return bad;
       return {
         ok: true,
-        frame: { type: 'subscribe', topic: f.topic, after: (f.after ?? undefined) as string | undefined, epoch: (f.epoch ?? undefined) as string | undefined, ref },
+        frame: { type: 'subscribe', topic: f.topic, after: (f.after ?? undefined) as string | undefined, epoch: (f.epoch ?? undefined) as string | undefined, member, ref },
       };
+    }
     case 'unsubscribe':
       return { ok: true, frame: { type: 'unsubscribe', topic: f.topic, ref } };
+    case 'presence':
+      return { ok: true, frame: { type: 'presence', topic: f.topic, ref } };
     case 'publish':
       if (!('data' in f)) return bad;
       return { ok: true, frame: { type: 'publish', topic: f.topic, data: f.data, idempotencyKey: f.idempotency_key ?? undefined, ref } };

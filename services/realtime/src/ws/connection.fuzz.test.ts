@@ -10,8 +10,8 @@ import { issueToken, startRealtime, topicFor, type RealtimeInstance } from '../t
 // never `internal`, and the connection stays open. Seeded; fast-check prints
 // the seed and the shrunk frame on failure.
 const config = { seed: 0x6a7e_0004, numRuns: 300 };
-const CLIENT_CODES = ['invalid_frame', 'invalid_topic', 'forbidden_topic', 'forbidden_channel', 'payload_too_large', 'invalid_or_missing_token', 'identity_mismatch', 'too_many_subscriptions'];
-const REPLIES = ['subscribed', 'unsubscribed', 'published', 'authenticated', 'error'];
+const CLIENT_CODES = ['invalid_frame', 'invalid_topic', 'forbidden_topic', 'forbidden_channel', 'payload_too_large', 'invalid_or_missing_token', 'identity_mismatch', 'too_many_subscriptions', 'presence_not_enabled'];
+const REPLIES = ['subscribed', 'unsubscribed', 'published', 'authenticated', 'error', 'pong', 'presence'];
 
 type Frame = Record<string, unknown> & { type: string };
 
@@ -98,13 +98,14 @@ describe('WebSocket connection under arbitrary frames', () => {
     const structured = fc
       .record(
         {
-          type: fc.constantFrom('subscribe', 'unsubscribe', 'publish', 'auth', 'publish', 'subscribe', 'ping', 7),
+          type: fc.constantFrom('subscribe', 'unsubscribe', 'publish', 'auth', 'publish', 'subscribe', 'ping', 'presence', 7),
           topic: topics,
           after: fc.oneof(fc.constantFrom('0-0', '1-0', '999999999999999-999999999999999', 'bad'), fc.constant(null), fc.string()),
           epoch: fc.oneof(fc.constantFrom('', 'ffffffffffffffffffffffffffffffff', '../x'), fc.string()),
           data: fc.oneof(fc.jsonValue({ maxDepth: 4 }), fc.constant('x'.repeat(70_000))),
           token: fc.oneof(fc.constant(own.token), fc.string(), fc.constant('')),
           ref: fc.oneof(fc.string({ maxLength: 10 }), fc.integer(), fc.constant(null), fc.constant({ a: 1 })),
+          member: fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.constant({ name: 'x'.repeat(300) })),
           idempotency_key: fc.oneof(fc.constantFrom('k-1', 'a'.repeat(129), 'bad key', ''), fc.integer()),
         },
         { requiredKeys: ['type'] },

@@ -1,4 +1,4 @@
-import { MAX_DATA_BYTES, RelayError, codeOf, type ChannelAction, type ChannelRules, type ErrorCode, type Logger } from '@service-relay/core';
+import { DEFAULT_CHANNEL_RULES, MAX_DATA_BYTES, RelayError, codeOf, presenceEnabled, type ChannelAction, type ChannelRules, type ErrorCode, type Logger } from '@service-relay/core';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
@@ -8,13 +8,14 @@ import { TokenBucket } from '../limits/token-bucket';
 import type { MessageBus } from '../messaging/message-bus';
 import { applyPublishRule } from '../messaging/publish-rule';
 import type { RealtimeMetrics } from '../metrics';
+import type { Presence } from '../presence/presence';
 import type { Scheduler } from '../realtime/scheduler';
 import { checkTopic } from '../realtime/topic';
 import type { TopicHub } from '../realtime/topic-hub';
 import { CLOSE_TRY_AGAIN_LATER, CLOSE_UNAUTHORIZED } from './close-codes';
 import { parseClientFrame, replyFrame, type ClientFrame, type Ref } from './client-frame';
 import type { ConnectionRegistry, TrackedConnection } from './connection-registry';
-import { Subscription } from './subscription';
+import { Subscription, type SubscriptionPresence } from './subscription';
 
 const TEXT = { binary: false } as const;
 const CONNECTION = Symbol('connection');
@@ -55,9 +56,18 @@ export interface ConnectionContext {
   acceptingPublishes?: () => boolean;
   /** The tenant's channel rules (ChannelRulesCache.lookup); default: the default rules for every tenant. */
   channelRules?: ChannelRulesLookup;
+  /** Presence (#13 item 3); absent: no channel has presence here. */
+  presence?: Presence;
 }
 
 const ALWAYS = () => true;
+/** Only read by unsubscribe, which no rule limits. */
+const DEFAULT_RULES = DEFAULT_CHANNEL_RULES;
+
+interface PresenceJoin {
+  watching: boolean;
+  dataJson: string | undefined;
+}
 
 /**
  * `auth` frames a connection may send per minute, unless AUTH_FRAMES_PER_MINUTE
@@ -82,6 +92,8 @@ export class Connection implements TrackedConnection {
   private authFrames = 0;
   /** Created on the first publish, like the subscriptions. */
   private publishBucket: TokenBucket | undefined;
+  /** This connection's presence membership id, made on its first presence subscribe. */
+  private presenceId: string | undefined;
   /** Cleared on every ping, set by the pong; a peer that stays silent a whole interval is dead. */
   alive = true;
 
@@ -218,12 +230,15 @@ export class Connection implements TrackedConnection {
     const topic = checkTopic(frame.topic, this.identity.tenantId);
     if (!topic.ok) return this.error(topic.code, frame.ref);
     const name = frame.topic as string;
+    let rules: ChannelRules = DEFAULT_RULES;
     if (frame.type !== 'unsubscribe') {
       // Known rules decide at once (no await on a publish); rules that must be asked for and cannot be refuse the frame with `unavailable`.
-      const rules = (this.ctx.channelRules ?? DEFAULT_RULES_LOOKUP)(this.identity.tenantId);
-      if (!this.may(rules instanceof Promise ? await rules : rules, topic.ref.channel, frame.type)) return this.error('forbidden_channel', frame.ref);
+      const lookup = (this.ctx.channelRules ?? DEFAULT_RULES_LOOKUP)(this.identity.tenantId);
+      rules = lookup instanceof Promise ? await lookup : lookup;
+      if (!this.may(rules, topic.ref.channel, frame.type)) return this.error('forbidden_channel', frame.ref);
     }
-    if (frame.type === 'subscribe') return this.subscribe(name, topic.ref, frame.after, frame.epoch, frame.ref);
+    if (frame.type === 'presence') return this.listPresence(name, topic.ref, rules, frame.ref);
+    if (frame.type === 'subscribe') return this.subscribe(name, topic.ref, frame.after, frame.epoch, frame.ref, this.presenceOf(rules, topic.ref.channel, frame.member));
     if (frame.type === 'unsubscribe') {
       const sub = this.subscriptions?.get(name);
       if (sub) this.drop(sub);
@@ -253,7 +268,14 @@ export class Connection implements TrackedConnection {
    * `subscribed` carries the channel's epoch and, with `after`, whether
    * everything after it could be recovered; it precedes every replayed message.
    */
-  private async subscribe(name: string, ref: Subscription['ref'], after: string | undefined, epoch: string | undefined, frameRef: Ref | undefined): Promise<void> {
+  private async subscribe(
+    name: string,
+    ref: Subscription['ref'],
+    after: string | undefined,
+    epoch: string | undefined,
+    frameRef: Ref | undefined,
+    presence: PresenceJoin | undefined,
+  ): Promise<void> {
     const subscriptions = (this.subscriptions ??= new Map());
     if (subscriptions.has(name)) {
       // Already live: no replay, so nothing to recover.
@@ -265,6 +287,9 @@ export class Connection implements TrackedConnection {
     subscriptions.set(name, sub);
     try {
       await this.ctx.hub.join(name, ref, sub);
+      if (sub.cancelled) return;
+      // A member (and watching, when allowed) before `subscribed`: the reply means the others can see it.
+      if (presence) await this.joinPresence(sub, presence);
       if (sub.cancelled) return;
       if (after === undefined) {
         const current = await this.ctx.messages.epoch(ref);
@@ -289,6 +314,37 @@ export class Connection implements TrackedConnection {
     sub.cancelled = true;
     if (this.subscriptions?.get(sub.topic) === sub) this.subscriptions.delete(sub.topic);
     this.ctx.hub.leave(sub.topic, sub);
+    const p = sub.presence;
+    if (p && this.ctx.presence) {
+      this.ctx.presence.leave(sub.ref, this.presenceId!, p.joined);
+      if (p.watching) this.ctx.presence.unwatch(sub.topic, sub);
+    }
+  }
+
+  /** Subscribers of a presence channel are members; those the rules and cap give `presence` also see joins and leaves. */
+  private presenceOf(rules: ChannelRules, channel: string, dataJson: string | undefined): PresenceJoin | undefined {
+    if (!this.ctx.presence || !presenceEnabled(rules, channel)) return undefined;
+    return { watching: this.may(rules, channel, 'presence'), dataJson };
+  }
+
+  private async joinPresence(sub: Subscription, join: PresenceJoin): Promise<void> {
+    const presence = this.ctx.presence!;
+    const id = (this.presenceId ??= presence.connectionId());
+    const state: SubscriptionPresence = { watching: join.watching, joined: false };
+    sub.presence = state;
+    if (join.watching) await presence.watch(sub.topic, sub.ref, sub, this);
+    if (sub.cancelled) return;
+    await presence.join(sub.ref, id, this.identity.userId, join.dataJson);
+    state.joined = true;
+    // Dropped while the join was in flight: its leave found nothing yet.
+    if (sub.cancelled) presence.leave(sub.ref, id, true);
+  }
+
+  /** The `presence` request: the members of a presence channel, on every instance, sorted by user_id. */
+  private async listPresence(name: string, ref: Subscription['ref'], rules: ChannelRules, frameRef: Ref | undefined): Promise<void> {
+    if (!this.ctx.presence || !presenceEnabled(rules, ref.channel)) return this.error('presence_not_enabled', frameRef);
+    const members = await this.ctx.presence.list(ref);
+    this.send(replyFrame({ type: 'presence', topic: name, members }, frameRef));
   }
 
   private async refresh(token: string, ref: Ref | undefined): Promise<void> {

@@ -5,6 +5,12 @@ import type { TopicSubscriber } from '../realtime/topic-hub';
 
 const REPLAY_PAGE = 500;
 
+/** A subscription on a presence channel: a member (once joined), and a watcher of joins and leaves when allowed. */
+export interface SubscriptionPresence {
+  watching: boolean;
+  joined: boolean;
+}
+
 /** Where a subscription's frames go (the connection). */
 export interface FrameSink {
   sendMessage(frame: Buffer | string): void;
@@ -23,6 +29,8 @@ export class Subscription implements TopicSubscriber {
   private lastMs = 0;
   private lastSeq = -1;
   cancelled = false;
+  /** Set on presence channels only. */
+  presence: SubscriptionPresence | undefined = undefined;
 
   constructor(
     readonly topic: string,
