@@ -1,16 +1,5 @@
-export {
-  createRelayClient,
-  RelayClient,
-  type ConnectionState,
-  type Disconnected,
-  type Gap,
-  type PresenceEvent,
-  type RelayClientEvents,
-  type RelayClientOptions,
-  type RelayMessage,
-  type SubscribeOptions,
-  type Subscribed,
-} from './relay-client.js';
+export { createRelayClient, RelayClient } from './relay-client.js';
+export type { ConnectionState, Disconnected, Gap, PresenceEvent, RelayClientEvents, RelayClientOptions, RelayMessage, SubscribeOptions, Subscribed } from './types.js';
 export {
   CLIENT_ERROR_CODES,
   isRelayClientError,

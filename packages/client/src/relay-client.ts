@@ -1,116 +1,14 @@
-import { backoffDelay, refreshDelay, type BackoffOptions } from './backoff.js';
+import { backoffDelay, refreshDelay } from './backoff.js';
 import { errorFromFrame, RelayClientError } from './client-error.js';
 import { CLOSE_UNAUTHORIZED, decideAfterClose } from './close-policy.js';
 import { Emitter } from './emitter.js';
-import { channelOf, parseServerFrame, topicOf, type JsonValue, type PresenceMember, type RecoveryReason, type ServerFrame } from './frames.js';
-import { SeenIds } from './message-ids.js';
+import { channelOf, parseServerFrame, topicOf, type JsonValue, type PresenceMember, type ServerFrame } from './frames.js';
 import { RequestTable } from './requests.js';
 import { connectUrl, OPEN, refusalStatus, resolveWebSocket, type WebSocketConstructor, type WebSocketLike } from './socket.js';
+import { Subscription } from './subscription.js';
+import type { ConnectionState, RelayClientEvents, RelayClientOptions, SubscribeOptions, Subscribed } from './types.js';
 
 type Timer = ReturnType<typeof setTimeout>;
-
-export interface RelayClientOptions {
-  /** `wss://relay.example.com/ws` (the gateway's public origin) or a realtime instance's `ws://…/ws`. */
-  url: string;
-  /** Asked for a token before every connection and every refresh: ask your host server for a fresh one. */
-  getToken: () => Promise<string>;
-  /** A WHATWG-style WebSocket constructor; default the global one. Node 20 has none: pass `WebSocket` from `ws`. */
-  WebSocket?: unknown;
-  /** Backoff between reconnection attempts; `false`: never reconnect. */
-  reconnect?: BackoffOptions | false;
-  /** How often to send `ping` on an open connection (default 25 000 ms; 0: never). */
-  pingIntervalMs?: number;
-  /** A connection that answers nothing this long after a `ping` is dropped and reconnected (default 10 000 ms). */
-  pingTimeoutMs?: number;
-  /** Publish, unsubscribe and presence requests fail with `timeout` after this (default 10 000 ms). */
-  requestTimeoutMs?: number;
-  /** A connection without `ready` this long after it was opened is dropped and retried (default 15 000 ms). */
-  connectTimeoutMs?: number;
-  /** Jitter source (tests). */
-  random?: () => number;
-  /** Clock in milliseconds (tests). */
-  now?: () => number;
-}
-
-export type ConnectionState = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed';
-
-export interface RelayMessage {
-  channel: string;
-  topic: string;
-  id: string;
-  /** The publisher; `null` for a message the host server published (`from: "server"`). */
-  userId: string | null;
-  from: 'user' | 'server';
-  data: JsonValue;
-  createdAt: string;
-}
-
-export interface SubscribeOptions {
-  /** Deliver every retained message after this id first (e.g. the last id of a history page you loaded over REST). */
-  after?: string;
-  /** The epoch you were last told for that `after`. */
-  epoch?: string;
-  /** Your presence data on this channel (shown to others in `presence()` and `join`). */
-  member?: JsonValue;
-}
-
-export interface Subscribed {
-  channel: string;
-  topic: string;
-  epoch: string;
-  /** Present when the subscribe carried `after`: false means messages after it are gone. */
-  recovered?: boolean;
-  reason?: RecoveryReason;
-  /** True when this is a resubscribe after a reconnect. */
-  resubscribed: boolean;
-}
-
-export interface Gap {
-  channel: string;
-  topic: string;
-  /** `history_lost`: the server lost history; `too_old`: trimmed by retention. Reload the channel from your own source of truth. */
-  reason: RecoveryReason;
-}
-
-export interface PresenceEvent {
-  channel: string;
-  topic: string;
-  member: PresenceMember;
-}
-
-export interface Disconnected {
-  code: number;
-  reason: string;
-  /** Whether the client will connect again (after `delayMs`). */
-  willReconnect: boolean;
-  delayMs?: number;
-}
-
-export interface RelayClientEvents {
-  state: ConnectionState;
-  ready: { tenantId: string; userId: string; expiresAt: number; reconnected: boolean };
-  message: RelayMessage;
-  subscribed: Subscribed;
-  gap: Gap;
-  join: PresenceEvent;
-  leave: PresenceEvent;
-  token_refreshed: { expiresAt: number };
-  disconnected: Disconnected;
-  /** Failures no promise reports: a refresh refused, a resubscribe refused, the client giving up. */
-  error: RelayClientError;
-}
-
-interface Subscription {
-  channel: string;
-  options: SubscribeOptions;
-  seen: SeenIds;
-  epoch: string | undefined;
-  confirmed: Subscribed | undefined;
-  waiters: { resolve: (s: Subscribed) => void; reject: (e: RelayClientError) => void }[];
-  /** The ref of the subscribe frame in flight on the current connection. */
-  ref: string | undefined;
-  retries: number;
-}
 
 interface Connection {
   ws: WebSocketLike;
@@ -123,7 +21,6 @@ interface Connection {
   refreshTimer: Timer | undefined;
 }
 
-const FIRST_RESUBSCRIBE_POSITION = '0-0';
 /** A connection that stayed ready this long resets the backoff. */
 const STABLE_AFTER_MS = 5000;
 const SUBSCRIBE_RETRIES = 3;
@@ -200,13 +97,12 @@ export class RelayClient {
     let sub = this.subs.get(channel);
     if (sub?.confirmed) return Promise.resolve(sub.confirmed);
     if (!sub) {
-      sub = { channel, options, seen: new SeenIds(options.after), epoch: options.epoch, confirmed: undefined, waiters: [], ref: undefined, retries: 0 };
+      sub = new Subscription(channel, options);
       this.subs.set(channel, sub);
       if (this.conn?.ready) this.sendSubscribe(sub);
       else if (this.stateValue === 'idle') void this.connect().catch(() => {});
     }
-    const target = sub;
-    return new Promise((resolve, reject) => target.waiters.push({ resolve, reject }));
+    return sub.whenConfirmed();
   }
 
   /** Stops a subscription; its messages stop at once, whatever the server answers. */
@@ -214,7 +110,7 @@ export class RelayClient {
     const sub = this.subs.get(channel);
     if (!sub) return;
     this.subs.delete(channel);
-    for (const w of sub.waiters.splice(0)) w.reject(new RelayClientError('closed', 'unsubscribed before it was confirmed', { topic: channel }));
+    sub.fail(new RelayClientError('closed', 'unsubscribed before it was confirmed', { topic: channel }));
     if (!this.conn?.ready) return;
     await this.request('unsubscribe', (tenantId) => ({ topic: topicOf(tenantId, channel) }), { topic: channel, queue: false }).catch((err: unknown) => {
       if ((err as RelayClientError).code !== 'connection_lost') throw err;
@@ -377,7 +273,7 @@ export class RelayClient {
     this.setState('closed');
     const failure = () => error ?? new RelayClientError('closed', 'the client was closed');
     this.requests.failAll(failure);
-    for (const sub of this.subs.values()) for (const w of sub.waiters.splice(0)) w.reject(failure());
+    for (const sub of this.subs.values()) sub.fail(failure());
     for (const w of this.connectWaiters.splice(0)) w.reject(failure());
     if (error) this.emitter.emit('error', error);
   }
@@ -463,19 +359,8 @@ export class RelayClient {
   private sendSubscribe(sub: Subscription): void {
     const conn = this.conn;
     if (!conn?.ready || !this.identity) return;
-    // Nothing delivered yet on a subscription made without `after`: from the
-    // start of what the server retains, so what was published while we were away is not lost.
-    const after = sub.seen.last ?? (sub.confirmed ? FIRST_RESUBSCRIBE_POSITION : undefined);
-    const epoch = sub.epoch === '' ? undefined : sub.epoch;
     sub.ref = `s${sub.channel}:${this.now()}:${Math.floor(this.random() * 1e9)}`;
-    this.send(conn, {
-      type: 'subscribe',
-      topic: topicOf(this.identity.tenantId, sub.channel),
-      ...(after !== undefined && { after }),
-      ...(after !== undefined && epoch !== undefined && { epoch }),
-      ...(sub.options.member !== undefined && { member: sub.options.member }),
-      ref: sub.ref,
-    });
+    this.send(conn, sub.frame(topicOf(this.identity.tenantId, sub.channel), sub.ref));
   }
 
   private subscriptionByRef(ref: unknown): Subscription | undefined {
@@ -487,22 +372,10 @@ export class RelayClient {
   private onSubscribed(frame: Extract<ServerFrame, { type: 'subscribed' }>): void {
     const sub = this.subscriptionByRef(frame.ref) ?? this.subs.get(channelOf(frame.topic));
     if (!sub) return;
-    const resubscribed = sub.confirmed !== undefined;
-    sub.ref = undefined;
-    sub.retries = 0;
-    sub.epoch = frame.epoch;
-    const info: Subscribed = {
-      channel: sub.channel,
-      topic: frame.topic,
-      epoch: frame.epoch,
-      ...(frame.recovered !== undefined && { recovered: frame.recovered }),
-      ...(frame.reason !== undefined && { reason: frame.reason }),
-      resubscribed,
-    };
-    sub.confirmed = info;
+    const info = sub.confirm(frame);
     this.emitter.emit('subscribed', info);
     if (frame.recovered === false) this.emitter.emit('gap', { channel: sub.channel, topic: frame.topic, reason: frame.reason ?? 'history_lost' });
-    for (const w of sub.waiters.splice(0)) w.resolve(info);
+    sub.settle(info);
   }
 
   private onMessage(frame: Extract<ServerFrame, { type: 'message' }>): void {
@@ -547,7 +420,7 @@ export class RelayClient {
       return this.drop(conn, 'subscribe keeps failing');
     }
     this.subs.delete(sub.channel);
-    if (sub.waiters.length > 0) for (const w of sub.waiters.splice(0)) w.reject(error);
+    if (sub.waiting) sub.fail(error);
     else this.emitter.emit('error', error);
   }
 

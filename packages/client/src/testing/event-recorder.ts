@@ -1,4 +1,5 @@
-import type { RelayClient, RelayClientEvents } from '../relay-client.js';
+import type { RelayClient } from '../relay-client.js';
+import type { RelayClientEvents } from '../types.js';
 
 type Entry = { [K in keyof RelayClientEvents]: { event: K; payload: RelayClientEvents[K] } }[keyof RelayClientEvents];
 
