@@ -113,7 +113,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         }
         const limiter = createRateLimiter({ limit: config.hostFetchRateLimit, windowMs: HOST_FETCH_WINDOW_MS, clock: deps.clock ?? systemClock, logger, redis: limiterRedis, prefix: config.redis.prefix });
         const users = new UserActions(store.users, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds));
-        const realtime = new RealtimeClient({ baseUrl: config.realtimeUrl, internalToken: config.internalToken, timeoutMs: REALTIME_TIMEOUT_MS });
+        const realtime = new RealtimeClient({ baseUrls: config.realtimeUrls, internalToken: config.internalToken, timeoutMs: REALTIME_TIMEOUT_MS });
         const app = createApp({
           hostFetch: { limiter, internalToken: config.internalToken },
           hostApi: { users, realtime, ...(deps.clock && { clock: deps.clock }) },

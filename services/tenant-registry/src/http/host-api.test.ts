@@ -73,6 +73,15 @@ function host(method: string, tenantId: string, path: string, init: { authorizat
   });
 }
 
+/** A port nothing listens on (bound, then released): connecting to it is refused. */
+async function closedPort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const { port } = s.address() as AddressInfo;
+  await new Promise((resolve) => s.close(resolve));
+  return port;
+}
+
 /** The tenant's state version as its last feed change carried it. */
 function lastVersion(tenantId: string): number {
   return reg.events.filter((e) => e.tenant_id === tenantId).at(-1)!.version;
@@ -185,8 +194,25 @@ describe('host server API: publish', () => {
     expect(seen.length).toBe(before);
   });
 
+  it('takes the REALTIME_URL list in turn, skipping an instance that refuses the connection', async () => {
+    const port = (fakeRealtime.address() as AddressInfo).port;
+    const closed = await closedPort();
+    const two = await startTestRegistry({ env: { REALTIME_URL: `http://127.0.0.1:${closed}, http://127.0.0.1:${port}/` } });
+    try {
+      expect(two.config.realtimeUrls).toEqual([`http://127.0.0.1:${closed}`, `http://127.0.0.1:${port}`]);
+      const t = (await (await two.admin('POST', '/admin/tenants')).json()) as Created;
+      nextAnswer = { status: 201, body: '{"messages":[]}' };
+      for (let i = 0; i < 2; i++) {
+        const res = await fetch(`${two.baseUrl}/api/host/tenants/${t.tenant_id}/messages`, { method: 'POST', headers: { authorization: basic(t) }, body: '{"channels":["a"],"data":1}' });
+        expect(res.status).toBe(201);
+      }
+    } finally {
+      await two.stop();
+    }
+  });
+
   it('answers 503 unavailable when realtime cannot be reached', async () => {
-    const down = await startTestRegistry({ env: { REALTIME_URL: 'http://127.0.0.1:1' } });
+    const down = await startTestRegistry({ env: { REALTIME_URL: `http://127.0.0.1:${await closedPort()}` } });
     try {
       const t = (await (await down.admin('POST', '/admin/tenants')).json()) as Created;
       const res = await fetch(`${down.baseUrl}/api/host/tenants/${t.tenant_id}/messages`, { method: 'POST', headers: { authorization: basic(t) }, body: '{"channels":["a"],"data":1}' });

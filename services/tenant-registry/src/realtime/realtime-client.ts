@@ -7,8 +7,8 @@ export interface RealtimeAnswer {
 }
 
 export interface RealtimeClientOptions {
-  /** REALTIME_URL: realtime's internal HTTP side (any instance; messages fan out through the message bus). */
-  baseUrl: string;
+  /** REALTIME_URL: realtime instances' internal HTTP side (any one will do: messages fan out through the message bus). */
+  baseUrls: readonly string[];
   internalToken: string;
   /** An answer not received within this is `unavailable`. */
   timeoutMs: number;
@@ -21,7 +21,11 @@ export interface RealtimeClientOptions {
  * gateway strips from every client request.
  */
 export class RealtimeClient {
-  constructor(private readonly opts: RealtimeClientOptions) {}
+  private next = 0;
+
+  constructor(private readonly opts: RealtimeClientOptions) {
+    if (opts.baseUrls.length === 0) throw new Error('RealtimeClient: at least one base URL');
+  }
 
   /** One call publishes to every channel of the request. */
   publish(tenantId: string, body: { channels: string[]; data: unknown; idempotency_key?: string }, requestId: string): Promise<RealtimeAnswer> {
@@ -32,9 +36,29 @@ export class RealtimeClient {
     return this.call('GET', `/internal/server/channels/${encodeURIComponent(channel)}/presence`, tenantId, requestId);
   }
 
+  /**
+   * Instances are taken in turn; one that refuses the connection (the request
+   * never reached it, so nothing was published) is skipped for the next. Any
+   * other failure is the answer: a publish that timed out may have been
+   * stored, and only the host's idempotency key makes a retry safe.
+   */
   private async call(method: string, path: string, tenantId: string, requestId: string, body?: string): Promise<RealtimeAnswer> {
+    const urls = this.opts.baseUrls;
+    const start = this.next;
+    this.next = (this.next + 1) % urls.length;
+    for (let i = 0; ; i++) {
+      try {
+        return await this.once(urls[(start + i) % urls.length]!, method, path, tenantId, requestId, body);
+      } catch (err) {
+        const refused = (err as { cause?: { cause?: { code?: unknown } } }).cause?.cause?.code === 'ECONNREFUSED';
+        if (!refused || i + 1 >= urls.length) throw err;
+      }
+    }
+  }
+
+  private async once(baseUrl: string, method: string, path: string, tenantId: string, requestId: string, body?: string): Promise<RealtimeAnswer> {
     try {
-      const res = await fetch(`${this.opts.baseUrl}${path}`, {
+      const res = await fetch(`${baseUrl}${path}`, {
         method,
         headers: {
           'x-internal-token': this.opts.internalToken,
