@@ -235,6 +235,25 @@ describe('RelayClient: refresh, reconnect and close codes', () => {
     expect(client.state).toBe('open');
   });
 
+  it('a clock ahead of the server by more than the token lifetime does not refresh in a loop', async () => {
+    const stub = await StubRelay.start((peer) => {
+      peer.send(readyFrame(3600));
+      peer.ws.on('message', (d) => {
+        const f = JSON.parse(String(d)) as { type: string; ref?: string };
+        if (f.type === 'auth') peer.send({ type: 'authenticated', expires_at: Math.floor(Date.now() / 1000) + 3600, ref: f.ref });
+      });
+    });
+    stubs.push(stub);
+    const { client } = make({ url: stub.url, now: () => Date.now() + 2 * 3600_000 });
+    await client.connect();
+    const readyAt = Date.now();
+    const peer = await stub.peer(0);
+    await peer.next('auth', 10_000);
+    // Not at once (this clock says the token expired an hour ago): after the first step of a growing interval.
+    expect(Date.now() - readyAt).toBeGreaterThanOrEqual(4500);
+    expect(peer.frames.filter((f) => f.type === 'auth')).toHaveLength(1);
+  });
+
   it('pings realtime, which answers pong, and keeps the connection', async () => {
     let notify: () => void = () => {};
     const pongs: Record<string, unknown>[] = [];

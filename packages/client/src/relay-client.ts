@@ -19,11 +19,14 @@ interface Connection {
   timers: Set<Timer>;
   pongTimer: Timer | undefined;
   refreshTimer: Timer | undefined;
+  /** Refreshes scheduled while this clock disagreed with the server's about expiry, in a row. */
+  skewedRefreshes: number;
 }
 
 /** A connection that stayed ready this long resets the backoff. */
 const STABLE_AFTER_MS = 5000;
 const SUBSCRIBE_RETRIES = 3;
+const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * One logical connection to service-relay that survives drops: it
@@ -173,7 +176,7 @@ export class RelayClient {
       // A malformed URL: no retry will fix it.
       return this.finish(new RelayClientError('bad_request', `cannot open ${this.opts.url}`, { cause: err }));
     }
-    const conn: Connection = { ws, ready: false, retryAfterMs: undefined, status: undefined, timers: new Set(), pongTimer: undefined, refreshTimer: undefined };
+    const conn: Connection = { ws, ready: false, retryAfterMs: undefined, status: undefined, timers: new Set(), pongTimer: undefined, refreshTimer: undefined, skewedRefreshes: 0 };
     this.conn = conn;
     ws.onmessage = (event) => this.onData(conn, event.data);
     ws.onerror = (event) => {
@@ -186,10 +189,11 @@ export class RelayClient {
   }
 
   private after(conn: Connection, ms: number, fn: () => void): Timer {
+    // setTimeout fires at once past 2^31-1 ms (a token valid for more than 24 days).
     const t = setTimeout(() => {
       conn.timers.delete(t);
       fn();
-    }, ms);
+    }, Math.min(ms, MAX_TIMER_MS));
     conn.timers.add(t);
     return t;
   }
@@ -431,7 +435,16 @@ export class RelayClient {
       clearTimeout(conn.refreshTimer);
       conn.timers.delete(conn.refreshTimer);
     }
-    conn.refreshTimer = this.after(conn, refreshDelay(expiresAt, this.now()), () => void this.refresh(conn, expiresAt, 0));
+    let delay = refreshDelay(expiresAt, this.now());
+    if (delay === 0) {
+      // The server took a token this clock says has expired: the clock is
+      // ahead by more than the token's lifetime. Refreshing at once would loop;
+      // refresh at a growing interval instead (a real expiry still ends in 4401 and a reconnect).
+      delay = Math.min(300_000, 5000 * 2 ** Math.min(conn.skewedRefreshes++, 6));
+    } else {
+      conn.skewedRefreshes = 0;
+    }
+    conn.refreshTimer = this.after(conn, delay, () => void this.refresh(conn, expiresAt, 0));
   }
 
   private async refresh(conn: Connection, expiresAt: number, attempt: number): Promise<void> {
