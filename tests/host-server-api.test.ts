@@ -77,6 +77,17 @@ describe('host server API across the whole stack', () => {
     expect(((await history.json()) as { messages: unknown[] }).messages).toContainEqual(messages[0]);
   });
 
+  it('presence lists, through the registry and the other instance, who is subscribed on a presence channel', async () => {
+    const ann = randomUUID();
+    const s = await TestSocket.open(stack.realtimeWs[0]!, sign(ann));
+    sockets.push(s);
+    s.send({ type: 'subscribe', topic: topic('presence:lobby'), member: { name: 'Ann' }, ref: 'p' });
+    expect(await s.next((f) => f.ref === 'p')).toMatchObject({ type: 'subscribed' });
+    const res = await hostCall('GET', 'channels/presence%3Alobby/presence');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ channel: 'presence:lobby', members: [{ user_id: ann, data: { name: 'Ann' } }] });
+  });
+
   it('revoke_tokens: that user’s live WebSockets on both instances close 4401 and its REST calls are refused, another user keeps working', async () => {
     const alice = randomUUID();
     const bob = randomUUID();

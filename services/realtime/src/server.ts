@@ -43,7 +43,7 @@ export interface RealtimeDeps {
   channelRules?: ChannelRulesSource;
   /** Ping interval for dead-peer detection (default 30 s). */
   pingIntervalMs?: number;
-  /** Lists a channel's presence for the host server API (#13); absent, that listing answers 503. */
+  /** Lists a channel's presence for the host server API (#13); default: this server's own presence (cluster-wide). */
   presence?: PresenceLister;
   /** Tests inject one with an in-memory exporter; otherwise made from config.tracing (and shut down at stop). */
   tracing?: Tracing;

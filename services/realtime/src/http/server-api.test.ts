@@ -90,9 +90,16 @@ describe('internal server API (the registry’s calls for the host server API)',
     }
   });
 
-  it('answers presence 503 unavailable while no presence is wired', async () => {
-    const res = await fetch(`${rt.http}/internal/server/channels/a/presence`, { headers: server });
-    expect(res.status).toBe(503);
+  it('lists a channel’s presence members with realtime’s own presence (no channel rule applies to the server)', async () => {
+    const { token, identity } = issueToken(verifier, { tenantId });
+    const ws = await WsTestClient.connect(rt.ws, token);
+    await ws.request({ type: 'subscribe', topic: topicFor(tenantId, 'presence:lobby'), member: { name: 'Ann' } });
+    const res = await fetch(`${rt.http}/internal/server/channels/presence%3Alobby/presence`, { headers: server });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ channel: 'presence:lobby', members: [{ user_id: identity.userId, data: { name: 'Ann' } }] });
+    // A channel without presence has no members to list.
+    expect(await (await fetch(`${rt.http}/internal/server/channels/plain/presence`, { headers: server })).json()).toEqual({ channel: 'plain', members: [] });
+    await ws.close();
   });
 });
 

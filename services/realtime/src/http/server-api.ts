@@ -29,7 +29,7 @@ export interface ServerApiOptions {
   metrics: RealtimeMetrics;
   logger: Logger;
   acceptingPublishes: () => boolean;
-  /** Absent until presence is wired: the listing answers 503 unavailable. */
+  /** realtime's presence listing (presence/presence.ts); absent, the listing answers 503 unavailable. */
   presence?: PresenceLister | undefined;
 }
 
