@@ -66,11 +66,18 @@ def fetch_secret(base_url, tenant_id, client_id, client_secret, timeout=5.0):
 
 
 def sign_user_token(secret, tenant_id, user_id, ttl_seconds=600):
-    """The contract's token: HS256, kid = tenant id, iss/aud service-relay, tenant_id, user_id, integer exp."""
+    """The contract's token: HS256, kid = tenant id, iss/aud service-relay, tenant_id, user_id, integer iat and exp.
+
+    iat lets a user-level revocation (the host API's revoke_tokens) tell tokens
+    issued before it from those issued after; a token without iat is refused
+    for a revoked user.
+    """
+    now = int(time.time())
     claims = {
         "iss": ISSUER,
         "aud": ISSUER,
-        "exp": int(time.time()) + int(ttl_seconds),
+        "iat": now,
+        "exp": now + int(ttl_seconds),
         "tenant_id": tenant_id,
         "user_id": user_id,
     }

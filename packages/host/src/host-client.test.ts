@@ -82,7 +82,10 @@ describe('host client against a real registry', () => {
     expect(c.fetchedAt).toBeTypeOf('number');
     expect(decodeProtectedHeader(token)).toEqual({ alg: 'HS256', typ: 'JWT', kid: tenant.tenant_id });
     const { payload } = await jwtVerify(token, key(await rawSecret(reg, tenant)), { algorithms: ['HS256'], issuer: 'service-relay', audience: 'service-relay' });
-    expect(Object.keys(payload).sort()).toEqual(['aud', 'exp', 'iss', 'tenant_id', 'user_id']);
+    expect(Object.keys(payload).sort()).toEqual(['aud', 'exp', 'iat', 'iss', 'tenant_id', 'user_id']);
+    // iat: a user-level revocation (revokeUserTokens) refuses tokens without it.
+    expect(payload.iat! - before).toBeGreaterThanOrEqual(0);
+    expect(payload.iat! - before).toBeLessThanOrEqual(1);
     expect(payload).toMatchObject({ iss: 'service-relay', aud: 'service-relay', tenant_id: tenant.tenant_id, user_id: userId });
     expect(Number.isInteger(payload.exp)).toBe(true);
     expect(payload.exp! - before).toBeGreaterThanOrEqual(600);

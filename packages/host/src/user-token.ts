@@ -25,7 +25,9 @@ const USER_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 /**
  * A token of the contract's exact shape: header {alg: HS256, typ: JWT, kid: tenant},
- * claims iss, aud, exp, tenant_id, user_id (and cap when given). Misuse throws a TypeError.
+ * claims iss, aud, iat, exp, tenant_id, user_id (and cap when given). `iat`
+ * lets a user-level revocation (revokeUserTokens) tell the tokens issued
+ * before it from the ones issued after. Misuse throws a TypeError.
  */
 export function signToken(key: Uint8Array, tenantId: string, userId: string, opts: UserTokenOptions, nowMs: number): Promise<string> {
   if (typeof userId !== 'string' || !USER_ID.test(userId)) throw new TypeError('userId must be a UUID (8-4-4-4-12 hex)');
@@ -36,6 +38,7 @@ export function signToken(key: Uint8Array, tenantId: string, userId: string, opt
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: tenantId })
     .setIssuer(RELAY_ISSUER)
     .setAudience(RELAY_ISSUER)
+    .setIssuedAt(Math.floor(nowMs / 1000))
     .setExpirationTime(Math.floor(nowMs / 1000) + opts.ttlSeconds)
     .sign(key);
 }
