@@ -1,6 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { FakeVerifier } from '@service-relay/testkit';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { createRelayClient, type RelayClient } from './index.js';
+import { issueToken, startRealtime, type RealtimeInstance } from '../../../services/realtime/src/test-support/realtime-harness';
+import { createRelayClient, RelayClientError, type RelayClient } from './index.js';
 import { EventRecorder } from './testing/event-recorder.js';
 import { readyFrame, StubRelay } from './testing/stub-relay.js';
 
@@ -62,5 +65,67 @@ describe('RelayClient presence frames', () => {
     first.ws.terminate();
     const second = await stub.peer(1);
     expect(await second.next('subscribe')).toMatchObject({ topic: topic('room'), member: { name: 'Grace' }, after: '0-0' });
+  });
+});
+
+// Against realtime's presence (the default channel rules give `presence:*` channels presence).
+describe('RelayClient presence against realtime', () => {
+  const verifier = new FakeVerifier();
+  let rt: RealtimeInstance;
+  const clients: RelayClient[] = [];
+  const tenantId = randomUUID();
+  const make = (userId: string) => {
+    const client = createRelayClient({ url: rt.ws, WebSocket, getToken: async () => issueToken(verifier, { tenantId, userId }).token, reconnect: { initialDelayMs: 20, maxDelayMs: 200 } });
+    clients.push(client);
+    return { client, events: new EventRecorder(client) };
+  };
+
+  beforeAll(async () => {
+    await verifier.start();
+    rt = await startRealtime({ verifier });
+  });
+  afterEach(() => {
+    for (const c of clients.splice(0)) c.close();
+  });
+  afterAll(async () => {
+    await rt.stop();
+    await verifier.stop();
+  });
+
+  it('subscribe with member joins; presence() lists; others see join and leave', async () => {
+    const [low, high] = ['00000000-0000-4000-8000-00000000000a', 'ffffffff-0000-4000-8000-00000000000a'];
+    const alice = make(high);
+    const bob = make(low);
+    await alice.client.subscribe('presence:lobby', { member: { name: 'Alice' } });
+    expect(await alice.events.next('join', (j) => j.member.user_id === high)).toEqual({ channel: 'presence:lobby', topic: `tenants/${tenantId}/channels/presence:lobby`, member: { user_id: high, data: { name: 'Alice' } } });
+    await bob.client.subscribe('presence:lobby');
+    await alice.events.next('join', (j) => j.member.user_id === low);
+    expect(await bob.client.presence('presence:lobby')).toEqual([{ user_id: low }, { user_id: high, data: { name: 'Alice' } }]);
+    await bob.client.unsubscribe('presence:lobby');
+    expect(await alice.events.next('leave', (l) => l.member.user_id === low)).toMatchObject({ channel: 'presence:lobby', member: { user_id: low } });
+    expect(await alice.client.presence('presence:lobby')).toEqual([{ user_id: high, data: { name: 'Alice' } }]);
+  });
+
+  it('a channel without presence: presence() rejects with presence_not_enabled', async () => {
+    const { client } = make(randomUUID());
+    const err = await client.presence('general').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RelayClientError);
+    expect((err as RelayClientError).code).toBe('presence_not_enabled');
+  });
+
+  it('a member that reconnects joins again with the same data', async () => {
+    const watcher = make(randomUUID());
+    const userId = randomUUID();
+    const member = make(userId);
+    await watcher.client.subscribe('presence:room');
+    await member.client.subscribe('presence:room', { member: { name: 'Grace' } });
+    await watcher.events.next('join', (j) => j.member.user_id === userId);
+    // The instance stops and comes back on its port: both reconnect, the member joins again.
+    const port = rt.server.port;
+    await rt.stop();
+    rt = await startRealtime({ verifier, env: { REALTIME_PORT: String(port) } });
+    await watcher.events.next('subscribed', (s) => s.resubscribed, 10_000);
+    await member.events.next('subscribed', (s) => s.resubscribed, 10_000);
+    expect(await watcher.client.presence('presence:room')).toContainEqual({ user_id: userId, data: { name: 'Grace' } });
   });
 });
