@@ -103,6 +103,20 @@ describe('docs/openapi.yaml against the running services', () => {
       expect((await call(method, rules, { params: { tenant_id: other.tenant_id }, body })).status).toBe(401);
     }
 
+    // An operator's hand on one user (#13), on the second tenant.
+    for (const action of ['revoke_tokens', 'disconnect']) {
+      const template = `/admin/tenants/{tenant_id}/users/{user_id}/${action}`;
+      const someone = randomUUID();
+      const done = await call('POST', template, { headers: admin(), params: { tenant_id: other.tenant_id, user_id: someone } });
+      expect(done.body).toMatchObject({ tenant_id: other.tenant_id, user_id: someone });
+      expect(errors(await call('POST', template, { headers: admin(), params: { tenant_id: 'nope', user_id: someone } }))).toEqual(['invalid_tenant_id']);
+      expect(errors(await call('POST', template, { headers: admin(), params: { tenant_id: NIL_TENANT, user_id: someone } }))).toEqual(['tenant_not_found']);
+      expect(errors(await call('POST', template, { headers: admin(), params: { tenant_id: other.tenant_id, user_id: 'nope' } }))).toEqual(['invalid_body']);
+      expect(errors(await call('POST', template, { headers: { ...admin(), ...json }, params: { tenant_id: other.tenant_id, user_id: someone }, body: '[1]' }))).toEqual(['invalid_body']);
+      expect((await call('POST', template, { headers: { ...admin(), ...json }, params: { tenant_id: other.tenant_id, user_id: someone }, body: `"${'x'.repeat(2000)}"` })).status).toBe(413);
+      expect((await call('POST', template, { params: { tenant_id: other.tenant_id, user_id: someone } })).status).toBe(401);
+    }
+
     const audit = await call('GET', '/admin/audit', { headers: admin(), query: { tenant_id: other.tenant_id, limit: '100' } });
     expect(audit.status).toBe(200);
     expect((audit.body as { entries: Array<{ action: string }> }).entries.map((e) => e.action)).toContain('revoke_all');
@@ -141,6 +155,53 @@ describe('docs/openapi.yaml against the running services', () => {
     expect(wrongMethod.headers.get('allow')).toBe('POST');
   });
 
+  it('host server API: server publish, presence, disconnect and revoke_tokens, and their refusals', async () => {
+    const host = { authorization: basic(tenant.host_sync_client_id, tenant.host_sync_client_secret) };
+    const wrong = { authorization: basic(tenant.host_sync_client_id, 'wrong') };
+    const t = { tenant_id: tenant.tenant_id };
+    const publish = '/api/host/tenants/{tenant_id}/messages';
+    const sent = await call('POST', publish, { params: t, headers: { ...host, ...json }, body: '{"channels":["general","news"],"data":{"text":"from the server"},"idempotency_key":"srv-1"}' });
+    expect((sent.body as { messages: Array<{ channel: string; from: string }> }).messages.map((m) => [m.channel, m.from])).toEqual([['general', 'server'], ['news', 'server']]);
+    for (const [body, code] of [
+      ['{"channels":[],"data":1}', 'invalid_body'],
+      ['{"channels":["general"],"data":1,"extra":1}', 'invalid_body'],
+      ['{"channels":["general"]}', 'invalid_body'],
+      ['{"channels":["with space"],"data":1}', 'invalid_channel'],
+      ['not json', 'invalid_body'],
+    ] as const) {
+      const refused = await call('POST', publish, { params: t, headers: { ...host, ...json }, body });
+      expect(refused.body).toMatchObject({ errors: [code], problem: expect.any(String) });
+    }
+    expect((await call('POST', publish, { params: t, headers: { ...host, ...json }, body: `{"channels":["general"],"data":"${'x'.repeat(65_537)}"}` })).status).toBe(413);
+    expect((await call('POST', publish, { params: t, headers: { ...wrong, ...json }, body: '{"channels":["general"],"data":1}' })).status).toBe(401);
+
+    const presence = '/api/host/tenants/{tenant_id}/channels/{channel}/presence';
+    expect((await call('GET', presence, { params: { ...t, channel: 'presence:lobby' }, headers: host })).body).toEqual({ channel: 'presence:lobby', members: [] });
+    expect(errors(await call('GET', presence, { params: { ...t, channel: 'with%20space' }, headers: host }))).toEqual(['invalid_channel']);
+    expect((await call('GET', presence, { params: { ...t, channel: 'lobby' }, headers: wrong })).status).toBe(401);
+
+    for (const action of ['disconnect', 'revoke_tokens']) {
+      const template = `/api/host/tenants/{tenant_id}/users/{user_id}/${action}`;
+      const someone = randomUUID().toUpperCase();
+      const done = await call('POST', template, { params: { ...t, user_id: someone }, headers: host });
+      expect(done.body).toMatchObject({ user_id: someone.toLowerCase() });
+      expect(errors(await call('POST', template, { params: { ...t, user_id: 'nope' }, headers: host }))).toEqual(['invalid_body']);
+      expect(errors(await call('POST', template, { params: { ...t, user_id: someone }, headers: { ...host, ...json }, body: '[1]' }))).toEqual(['invalid_body']);
+      expect((await call('POST', template, { params: { ...t, user_id: someone }, headers: { ...host, ...json }, body: `"${'x'.repeat(2000)}"` })).status).toBe(413);
+      expect((await call('POST', template, { params: { ...t, user_id: someone }, headers: wrong })).status).toBe(401);
+    }
+    const revoke = '/api/host/tenants/{tenant_id}/users/{user_id}/revoke_tokens';
+    const refusedRevoke = await call('POST', revoke, { params: { ...t, user_id: randomUUID() }, headers: { ...host, ...json }, body: '{"issued_before":-1}' });
+    expect(refusedRevoke.body).toMatchObject({ errors: ['invalid_body'], problem: expect.stringMatching(/from 0 to \d+/) });
+
+    // The failure limit is shared with the secret fetch: per address and tenant id as written.
+    const guessed = randomUUID();
+    let last = 0;
+    for (let i = 0; i < 61 && last !== 429; i++) last = (await call('GET', presence, { params: { tenant_id: guessed, channel: 'lobby' }, headers: wrong })).status;
+    expect(last).toBe(429);
+    await contract.callExpecting(stack.gatewayUrl, 'GET', `/api/host/tenants/${tenant.tenant_id}/messages`, 'MethodNotAllowed', { headers: host });
+  });
+
   it('tenant REST API: me, publish, history, and every refusal a client can cause', async () => {
     const userId = randomUUID();
     token = await signWithJose(secret, tenant.tenant_id, userId);
@@ -175,7 +236,7 @@ describe('docs/openapi.yaml against the running services', () => {
     expect((await call('POST', messages, { params: general, headers: json, body: '{"data":1}' })).status).toBe(401);
 
     const latest = await call('GET', messages, { params: general, headers: user() });
-    expect((latest.body as { messages: unknown[] }).messages).toHaveLength(1);
+    expect((latest.body as { messages: Array<{ id: string }> }).messages.map((m) => m.id)).toContain((published.body as { id: string }).id);
     const recovered = await call('GET', messages, { params: general, headers: user(), query: { after: '0-0', limit: '100' } });
     expect(recovered.body).toMatchObject({ recovered: true });
     const epoch = (recovered.body as { epoch: string }).epoch;
@@ -200,6 +261,13 @@ describe('docs/openapi.yaml against the running services', () => {
     expect(errors(await call('GET', messages, { params: general, headers: user(capped) }))).toEqual(['forbidden_channel']);
     expect(errors(await call('GET', messages, { params: { channel: `user:${randomUUID()}` }, headers: user() }))).toEqual(['forbidden_channel']);
 
+    const presence = '/api/v1/channels/{channel}/presence';
+    expect((await call('GET', presence, { params: { channel: 'presence:lobby' }, headers: user() })).body).toEqual({ channel: 'presence:lobby', members: [] });
+    expect(errors(await call('GET', presence, { params: general, headers: user() }))).toEqual(['presence_not_enabled']);
+    expect(errors(await call('GET', presence, { params: { channel: 'x'.repeat(129) }, headers: user() }))).toEqual(['invalid_channel']);
+    expect(errors(await call('GET', presence, { params: { channel: 'presence:lobby' }, headers: user(capped) }))).toEqual(['forbidden_channel']);
+    expect((await call('GET', presence, { params: { channel: 'presence:lobby' } })).status).toBe(401);
+
     await contract.callExpecting(stack.gatewayUrl, 'GET', '/api/v1/nothing-here', 'NotFound', { headers: user() });
     await contract.callExpecting(stack.gatewayUrl, 'POST', '/api/v1/me', 'MethodNotAllowed', { headers: user() });
     await contract.callExpecting(stack.gatewayUrl, 'GET', '/nothing-here', 'NotFound');
@@ -211,6 +279,10 @@ describe('docs/openapi.yaml against the running services', () => {
     expect(errors(await call('GET', '/api/v1/me', { headers: user() }))).toEqual(['upstream_unavailable']);
     expect(errors(await call('POST', '/api/v1/channels/{channel}/messages', { params: { channel: 'general' }, headers: { ...user(), ...json }, body: '{"data":1}' }))).toEqual(['upstream_unavailable']);
     expect(errors(await call('GET', '/api/v1/channels/{channel}/messages', { params: { channel: 'general' }, headers: user() }))).toEqual(['upstream_unavailable']);
+    expect(errors(await call('GET', '/api/v1/channels/{channel}/presence', { params: { channel: 'presence:lobby' }, headers: user() }))).toEqual(['upstream_unavailable']);
+    // The registry cannot reach realtime for a server publish: unavailable, nothing published.
+    const host = { authorization: basic(tenant.host_sync_client_id, tenant.host_sync_client_secret) };
+    expect(errors(await call('POST', '/api/host/tenants/{tenant_id}/messages', { params: { tenant_id: tenant.tenant_id }, headers: { ...host, ...json }, body: '{"channels":["general"],"data":1}' }))).toEqual(['unavailable']);
     for (const name of ['verifier1', 'verifier2']) await stack.processes[name]!.stop();
     const fresh = await signWithJose(secret, tenant.tenant_id, randomUUID());
     expect(errors(await call('GET', '/api/v1/me', { headers: user(fresh) }))).toEqual(['auth_unavailable']);
