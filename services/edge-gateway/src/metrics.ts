@@ -1,5 +1,5 @@
 import { createMetricsRegistry } from '@service-relay/core';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { AuthObserver } from './auth/authenticator';
 
 /** Route labels are a closed set so a client cannot grow the metric's cardinality. */
@@ -10,6 +10,9 @@ export interface GatewayMetrics {
   request(route: RouteLabel, status: number): void;
   upstreamError(upstream: string, kind: 'unavailable' | 'timeout'): void;
   rateLimited(): void;
+  /** WebSockets proxied to realtime and open now (+1 at the 101, -1 at close). */
+  websocketOpened(): void;
+  websocketClosed(): void;
   auth: AuthObserver;
 }
 
@@ -27,11 +30,14 @@ export function createGatewayMetrics(): GatewayMetrics {
   const cacheMisses = new Counter({ name: 'gateway_auth_cache_misses_total', help: 'Tokens not in the verification cache', registers: [registry] });
   const upstreamErrors = new Counter({ name: 'gateway_upstream_errors_total', help: 'Upstream failures by upstream and kind', labelNames: ['upstream', 'kind'], registers: [registry] });
   const limited = new Counter({ name: 'gateway_host_fetch_rate_limited_total', help: 'Host-sync fetches refused by the rate limit', registers: [registry] });
+  const websockets = new Gauge({ name: 'gateway_websockets', help: 'WebSockets proxied to realtime, open now', registers: [registry] });
   return {
     registry,
     request: (route, status) => requests.inc({ route, status: String(status) }),
     upstreamError: (upstream, kind) => upstreamErrors.inc({ upstream, kind }),
     rateLimited: () => limited.inc(),
+    websocketOpened: () => websockets.inc(),
+    websocketClosed: () => websockets.dec(),
     auth: {
       cacheHit: () => cacheHits.inc(),
       cacheMiss: () => cacheMisses.inc(),

@@ -112,9 +112,25 @@ describe('edge-gateway: WebSocket upgrades on /ws (one public origin)', () => {
     expect(seen[0]!.headers.connection).toBe('Upgrade');
   });
 
-  it('takes the realtime instances in turn, one upgrade each', async () => {
-    for (let i = 0; i < 4; i++) track(await open(wsUrl(), { authorization: `Bearer ${GOOD_TOKEN}` }));
+  it('takes the realtime instances in turn, one upgrade each, and counts the open ones', async () => {
+    const gauge = async () => Number(/^gateway_websockets (\d+)/m.exec(await (await fetch(`${h.url}/metrics`)).text())?.[1]);
+    const before = await gauge();
+    const opened: Opened[] = [];
+    for (let i = 0; i < 4; i++) opened.push(track(await open(wsUrl(), { authorization: `Bearer ${GOOD_TOKEN}` })));
     expect([a.upgrades.length, b.upgrades.length]).toEqual([2, 2]);
+    expect(await gauge()).toBe(before + 4);
+    const closed = new Promise((resolve) => opened[0]!.ws.once('close', resolve));
+    opened[0]!.ws.close();
+    await closed;
+    // The gateway sees the close right after the client does; a bounded wait for the gauge to follow.
+    for (let i = 0; i < 50 && (await gauge()) !== before + 3; i++) await new Promise((r) => setImmediate(r));
+    expect(await gauge()).toBe(before + 3);
+  });
+
+  it('reports one readiness check per realtime instance', async () => {
+    const res = await fetch(`${h.url}/readyz`);
+    const body = (await res.json()) as { checks: Record<string, boolean> };
+    expect(body.checks).toMatchObject({ realtime: true, realtime_2: true });
   });
 
   it('round-robins REST requests over the same list', async () => {

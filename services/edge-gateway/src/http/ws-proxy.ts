@@ -113,7 +113,11 @@ export function createWsProxy(opts: WsProxyOptions): WsProxy {
           if (head.length > 0) upstream.write(head);
           splice(socket, upstream);
           open.add(socket);
-          socket.once('close', () => open.delete(socket));
+          opts.metrics.websocketOpened();
+          socket.once('close', () => {
+            open.delete(socket);
+            opts.metrics.websocketClosed();
+          });
           log(101, target.host);
           resolve();
         });
