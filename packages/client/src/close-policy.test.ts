@@ -34,6 +34,8 @@ describe('decideAfterClose', () => {
     ['a network failure (no status)', refused(undefined), RECONNECT],
     ['no status after a 4401, below the limit', refused(undefined, { authRefusals: 1, blindFailuresAfterAuth: 1 }), RECONNECT],
     ['no status after a 4401, the third in a row (a browser cannot see the 401)', refused(undefined, { authRefusals: 1, blindFailuresAfterAuth: 2 }), { action: 'give_up', code: 'invalid_or_missing_token' }],
+    ['4429 before ready, even after a 4401: judged by its code, not as a refused token', { ...refused(undefined, { authRefusals: 1, blindFailuresAfterAuth: 2 }), code: 4429 }, RECONNECT],
+    ['4409 before ready', { ...refused(undefined), code: 4409 }, { action: 'give_up', code: 'disconnected' }],
   ])('%s', (_name, facts, decision) => {
     expect(decideAfterClose(facts)).toEqual(decision);
   });

@@ -40,7 +40,10 @@ const GIVE_UP_STATUS: Readonly<Record<number, RelayErrorCode>> = {
 /** One pure decision per close, so every code's behaviour is one table-driven test. */
 export function decideAfterClose(f: CloseFacts): CloseDecision {
   const reconnect = (freshToken = true, immediate = false): CloseDecision => ({ action: 'reconnect', freshToken, immediate });
-  if (!f.wasReady) {
+  // No WebSocket came of it (a refused or failed upgrade ends in 1006 without a
+  // close frame). A socket that opened and was closed before `ready` (4429)
+  // carries its own code and is judged by it below.
+  if (!f.wasReady && f.code === 1006) {
     const status = f.refusalStatus;
     if (status === 401) return f.authRefusals >= 1 ? { action: 'give_up', code: 'invalid_or_missing_token' } : reconnect();
     if (status !== undefined && GIVE_UP_STATUS[status]) return { action: 'give_up', code: GIVE_UP_STATUS[status] };

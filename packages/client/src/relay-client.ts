@@ -241,7 +241,7 @@ export class RelayClient {
       this.policyCloses = code === 1008 ? this.policyCloses + 1 : 0;
     } else if (conn.status === 401) {
       this.authRefusals++;
-    } else if (conn.status === undefined && this.authRefusals > 0) {
+    } else if (conn.status === undefined && code === 1006 && this.authRefusals > 0) {
       this.blindFailuresAfterAuth++;
     }
     const delayMs = this.scheduleReconnect(decision.immediate, conn.retryAfterMs ?? 0);
