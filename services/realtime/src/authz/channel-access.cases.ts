@@ -168,6 +168,12 @@ export const ACCESS_CASES: readonly AccessCase[] = [
   // Look-alikes of the private prefixes are ordinary channels.
   row('not private: users: prefix', undefined, ALICE, 'users:all', 'subscribe', 'allow'),
   row('not private: upper-case USER: prefix', undefined, ALICE, `USER:${BOB}`, 'subscribe', 'allow'),
+  // Seeing presence members (the presence request, the REST list, join/leave frames).
+  row('presence: no cap, default rules', undefined, ALICE, 'presence:lobby', 'presence', 'allow'),
+  row('presence: cap lists presence for the channel', ORDERS_READ, ALICE, 'chat:room-1', 'presence', 'allow'),
+  row('presence: cap without presence for the channel', ORDERS_READ, ALICE, 'orders.eu', 'presence', 'deny'),
+  row('presence: cap with no pattern for the channel', ORDERS_READ, ALICE, 'presence:lobby', 'presence', 'deny'),
+  row('presence: another user\u2019s private channel', undefined, ALICE, `user:${BOB}`, 'presence', 'deny'),
   ...RULE_CASES,
 ];
 

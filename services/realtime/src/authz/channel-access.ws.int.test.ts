@@ -5,9 +5,9 @@ import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualScheduler } from '../realtime/scheduler';
 import { MemoryRulesSource } from '../test-support/memory-rules-source';
-import { gatewayHeaders, issueToken, startOnRedis, stopOnRedis, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
+import { gatewayHeaders, issueToken, startOnRedis, stopOnRedis, TEST_INTERNAL_TOKEN, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
 import { WsTestClient } from '../test-support/ws-test-client';
-import { ACCESS_CASES, ALICE, BOB, CAROL, TENANT_RULES, type CapClaim } from './channel-access.cases';
+import { ACCESS_CASES, ALICE, BOB, CAROL, PRESENCE_CASES, TENANT_RULES, type CapClaim } from './channel-access.cases';
 
 // The channel-authorization table over WebSocket, against two realtime
 // instances on one Redis (the fake verifier hands each token's cap over the
@@ -54,6 +54,34 @@ describe('channel authorization over WebSocket, two instances', () => {
       expect(await ws.request({ type: 'unsubscribe', topic })).toMatchObject({ type: 'unsubscribed', topic });
       expect(ws.isOpen).toBe(true);
     }
+  });
+
+  // The presence action: allowed is the member list, or presence_not_enabled on a channel without presence; never forbidden_channel.
+  const presenceCases = ACCESS_CASES.filter((c) => c.action === 'presence');
+  it.each(presenceCases.map((c, i) => ({ ...c, i })))('presence request: $name \u2192 $expected', async (c) => {
+    const tenantId = randomUUID();
+    if (c.rules !== undefined) rules.set(tenantId, c.rules);
+    const { c: ws, identity } = await connect(c.i % 2 === 0 ? a : b, c.userId, c.cap, tenantId);
+    const topic = topicFor(identity.tenantId, c.channel);
+    const reply = await ws.request({ type: 'presence', topic });
+    if (c.expected === 'allow') expect(reply.type === 'presence' || reply.code === 'presence_not_enabled', JSON.stringify(reply)).toBe(true);
+    else expect(reply).toEqual({ type: 'error', code: 'forbidden_channel', ref: expect.any(String) });
+    const res = await fetch(`${b.http}/api/v1/channels/${encodeURIComponent(c.channel)}/presence`, { headers: gatewayHeaders(identity) });
+    expect(res.status).toBe(c.expected === 'deny' ? 403 : reply.type === 'presence' ? 200 : 400);
+    await res.arrayBuffer();
+  });
+
+  // The rule's presence flag: a subscriber on one instance is a member, as the other instance lists it (the host server API's listing, which no rule narrows).
+  it.each(PRESENCE_CASES.map((c, i) => ({ ...c, i })))('presence flag: $name \u2192 member: $expected', async (c) => {
+    const tenantId = randomUUID();
+    if (c.rules !== undefined) rules.set(tenantId, c.rules);
+    const { c: ws, identity } = await connect(a, ALICE, undefined, tenantId);
+    expect(await ws.request({ type: 'subscribe', topic: topicFor(tenantId, c.channel) })).toMatchObject({ type: 'subscribed' });
+    const res = await fetch(`${b.http}/internal/server/channels/${encodeURIComponent(c.channel)}/presence`, {
+      headers: { 'x-internal-token': TEST_INTERNAL_TOKEN, 'x-relay-server': '1', 'x-relay-tenant-id': identity.tenantId },
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { members: unknown[] }).members).toEqual(c.expected ? [{ user_id: ALICE }] : []);
   });
 
   it('a dm reaches its members on the other instance; a non-member can neither read it, replay it, nor write to it', async () => {
