@@ -92,11 +92,14 @@ describe('edge-gateway: forwarding, limits and errors', () => {
   });
 
   it('answers 404 not_found for unknown paths, 405 for a GET on the fetch path', async () => {
-    for (const path of ['/', '/api/v2/me', '/api/host/tenants/x/other']) {
+    for (const path of ['/', '/api/v2/me', '/api/host/tenants', '/api/host/tenants/x']) {
       const res = await fetch(`${h.url}${path}`);
       expect(res.status, path).toBe(404);
       expect(await res.text()).toBe('{"errors":["not_found"]}');
     }
+    // Any other path under a tenant is the host server API's (#13): the registry judges it.
+    await fetch(`${h.url}/api/host/tenants/x/other`);
+    expect(h.registry.requests.at(-1)!.url).toBe('/api/host/tenants/x/other');
     const res = await fetch(`${h.url}/api/host/tenants/x/jwt_secret/fetch`);
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toBe('POST');
