@@ -9,26 +9,19 @@ import { createVerifierMetrics } from '../../services/auth-verifier/src/metrics'
 import { RealtimeMetrics } from '../../services/realtime/src/metrics';
 import { RegistryMetrics } from '../../services/tenant-registry/src/metrics';
 import { repoDir } from './kustomize';
+import { ALERTS_FILE, alertRules, dashboardPanels, metricNames } from './promql';
 
 // deploy/prometheus/alerts.yml and deploy/grafana/service-relay.json name only
 // series the services really export: the metric registries are built here the
 // way the services build them (their own metrics modules, core's default
 // process metrics), and the tenant feed's series from the prefixes the servers
 // pass to addMetrics. `promtool check rules` runs too when promtool is on PATH
-// (or PROMTOOL names it; Debian's `prometheus` package ships it).
+// (or PROMTOOL names it; Debian's `prometheus` package ships it, and .ci/run
+// installs it). The same names are checked against the live /metrics of every
+// pod in tests/faults/rolling-upgrade.test.ts.
 
-interface Rule {
-  alert: string;
-  expr: string;
-  for?: string;
-  labels: { severity: string };
-  annotations: { summary: string; runbook: string };
-}
-const ALERTS_FILE = repoDir('deploy/prometheus/alerts.yml');
-const rules = (parse(readFileSync(ALERTS_FILE, 'utf8')) as { groups: { name: string; rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
-const dashboard = JSON.parse(readFileSync(repoDir('deploy/grafana/service-relay.json'), 'utf8')) as {
-  panels: { type: string; title: string; targets?: { expr: string }[] }[];
-};
+const rules = alertRules();
+const dashboard = { panels: dashboardPanels() };
 const dashboardExprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
 
 async function exportedNames(): Promise<Set<string>> {
@@ -51,22 +44,6 @@ async function exportedNames(): Promise<Set<string>> {
     for (const s of feedSuffixes) names.add(prefix + s);
   }
   return names;
-}
-
-const KEYWORDS = new Set(['and', 'or', 'unless', 'bool', 'offset', 'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'inf', 'nan']);
-/** The metric names a PromQL expression selects (label matchers, ranges, strings and grouping clauses removed). */
-export function metricNames(expr: string): string[] {
-  const s = expr
-    .replace(/"(?:[^"\\]|\\.)*"/g, '""')
-    .replace(/\{[^}]*\}/g, ' ')
-    .replace(/\[[^\]]*\]/g, ' ')
-    .replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, ' ');
-  const out: string[] = [];
-  for (const m of s.matchAll(/([A-Za-z_:][\w:]*)\s*(\()?/g)) {
-    if (m[2] || KEYWORDS.has(m[1]!.toLowerCase())) continue;
-    out.push(m[1]!);
-  }
-  return out;
 }
 
 describe('deploy/prometheus/alerts.yml and deploy/grafana/service-relay.json', () => {

@@ -94,10 +94,20 @@ export function listen(server: Server, port: number, host = DEFAULT_BIND_HOST): 
 /**
  * Stops accepting, ends idle keep-alive sockets at once and cuts whatever is
  * still open after `graceMs`, so close() cannot wait on a slow client forever.
+ * Node keeps serving requests on a kept-alive connection that is busy when
+ * close() is called, for as long as its client sends them (a proxy in front
+ * under steady load does), and then cutting it at the grace loses the request
+ * in flight. So every answer from now on says `Connection: close`: each busy
+ * connection ends after its next answer, and its client opens a new one
+ * (to another instance).
  */
 export function closeServer(server: Server, graceMs = 2000): Promise<void> {
   return new Promise((resolve) => {
     if (!server.listening) return resolve();
+    server.prependListener('request', (_req, res) => {
+      res.shouldKeepAlive = false;
+      res.setHeader('connection', 'close');
+    });
     const timer = setTimeout(() => server.closeAllConnections(), graceMs);
     timer.unref();
     server.close(() => {

@@ -5,7 +5,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createVerifierClient, type VerifierClient } from './verifier-client';
 import { toWire } from './verify-result';
 
-type Mode = 'answer' | 'silent' | 'unavailable';
+// drop: end the stream without answering (a verifier stopping), then answer
+// on the next stream; drop-always: end every stream without answering.
+type Mode = 'answer' | 'silent' | 'unavailable' | 'drop' | 'drop-always';
 
 /** A real gRPC server speaking the verifier proto, with scripted behaviour. */
 async function fakeVerifier(mode: { current: Mode }, port = 0) {
@@ -15,6 +17,10 @@ async function fakeVerifier(mode: { current: Mode }, port = 0) {
     VerifyStream: (call: grpc.ServerDuplexStream<{ id: number; token: string }, unknown>) => {
       call.on('data', (req: { id: number; token: string }) => {
         if (mode.current === 'silent') return;
+        if (mode.current === 'drop' || mode.current === 'drop-always') {
+          if (mode.current === 'drop') mode.current = 'answer';
+          return call.end();
+        }
         if (mode.current === 'unavailable') return call.write({ id: req.id, unavailable: true });
         const result =
           req.token === 'good'
@@ -112,5 +118,20 @@ describe('StreamingVerifierClient', () => {
       result = await c.verify('good').catch(() => (new Promise((r) => setTimeout(r, 50)).then(() => undefined)));
     }
     expect(result?.valid).toBe(true);
+  });
+
+  it('sends a check again, once, on a new stream when its stream ends unanswered (a verifier stopping)', async () => {
+    const mode = { current: 'drop' as Mode };
+    const { server, port } = await fakeVerifier(mode);
+    cleanup.push(() => stopServer(server));
+    const c = client(port, { deadlineMs: 5000 });
+    expect((await c.verify('good')).valid).toBe(true);
+    // Twice unanswered: it fails closed, well before its deadline.
+    mode.current = 'drop-always';
+    const t0 = Date.now();
+    await expect(c.verify('good')).rejects.toMatchObject({ code: 'auth_unavailable' });
+    expect(Date.now() - t0).toBeLessThan(2000);
+    mode.current = 'answer';
+    expect((await c.verify('good')).valid).toBe(true);
   });
 });

@@ -34,6 +34,9 @@ export interface VerifierClient {
 
 interface Pending {
   refresh: boolean;
+  /** The message as sent, to send again on a new stream (once) if this one breaks. */
+  msg: VerifyStreamRequest;
+  resent: boolean;
   resolve: (r: VerifyResult) => void;
   reject: (e: RelayError) => void;
   deadline: number;
@@ -41,8 +44,12 @@ interface Pending {
 
 /**
  * Sends checks over one long-lived VerifyStream (a unary call per check costs
- * several times the check itself). A broken stream fails every pending check
- * closed and is reopened on the next call; grpc-js reconnects the channel.
+ * several times the check itself). When the stream breaks or ends (a verifier
+ * stopping ends its streams), each pending check still within its deadline is
+ * sent once more on a new stream: a check only reads, so sending it twice is
+ * safe, and a rolling restart of the verifiers then answers no request
+ * auth_unavailable. A check broken twice fails closed. grpc-js reconnects the
+ * channel (to another verifier behind a Service).
  */
 export class StreamingVerifierClient implements VerifierClient {
   private readonly client: grpc.Client & Record<string, (...args: unknown[]) => unknown>;
@@ -76,11 +83,12 @@ export class StreamingVerifierClient implements VerifierClient {
     const id = this.nextId++;
     if (refresh) this.refreshInFlight++;
     return new Promise<VerifyResult>((resolve, reject) => {
-      this.pending.set(id, { refresh, resolve, reject, deadline: Date.now() + this.deadlineMs });
       // The caller's span (the gateway's request, realtime's upgrade) goes with
       // the check: the stream is shared, so the trace context is per message.
       const { traceparent } = traceHeaders();
-      this.openStream().write(traceparent === undefined ? { id, token } : { id, token, traceparent });
+      const msg: VerifyStreamRequest = traceparent === undefined ? { id, token } : { id, token, traceparent };
+      this.pending.set(id, { refresh, msg, resent: false, resolve, reject, deadline: Date.now() + this.deadlineMs });
+      this.openStream().write(msg);
     });
   }
 
@@ -119,7 +127,22 @@ export class StreamingVerifierClient implements VerifierClient {
     const broken = (why: string) => {
       if (this.stream !== stream) return;
       this.stream = undefined;
-      this.failAll(why);
+      if (this.closed) return this.failAll(why);
+      const now = Date.now();
+      const again: VerifyStreamRequest[] = [];
+      for (const [id, p] of this.pending) {
+        if (p.resent || p.deadline <= now) {
+          this.settle(id);
+          p.reject(new RelayError('auth_unavailable', why));
+        } else {
+          p.resent = true;
+          again.push(p.msg);
+        }
+      }
+      if (again.length > 0) {
+        const next = this.openStream();
+        for (const m of again) next.write(m);
+      }
     };
     stream.on('error', (err: grpc.ServiceError) => {
       this.opts.logger?.warn({ code: err.code, details: err.details }, 'verifier stream failed');

@@ -91,6 +91,53 @@ describe('edge-gateway: forwarding, limits and errors', () => {
     }
   });
 
+  it('sends a request refused by one realtime instance to the next one (a stopping instance loses nothing)', async () => {
+    const gone = await startStubUpstream();
+    await gone.close();
+    const g = await startGatewayHarness({ verifier: h.verifier, registry: h.registry, realtime: h.realtime, env: { REALTIME_URL: `${gone.url},${h.realtime.url}` } });
+    try {
+      for (let i = 0; i < 4; i++) {
+        const res = await fetch(`${g.url}/api/v1/channels/c1/messages`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"data":1}' });
+        expect(res.status).toBe(200);
+      }
+    } finally {
+      await g.stop();
+    }
+  });
+
+  it('sends a request again, once, when its kept-alive upstream connection resets under it: GET, or with an Idempotency-Key; never another POST', async () => {
+    let reset = 0;
+    h.realtime.handler = (req, res) => {
+      if (reset > 0) {
+        reset--;
+        res.socket?.destroy();
+        return;
+      }
+      echoHandler(req, res);
+    };
+    const post = (headers: Record<string, string> = {}) => fetch(`${h.url}/api/v1/channels/c1/messages`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', ...headers }, body: '{"data":1}' });
+    try {
+      // Each round starts with a kept-alive connection to realtime, which the next request reuses.
+      expect((await fetch(`${h.url}/api/v1/me`, { headers: auth })).status).toBe(200);
+      reset = 1;
+      expect((await fetch(`${h.url}/api/v1/me`, { headers: auth })).status).toBe(200);
+      expect((await post({ 'idempotency-key': 'k-1' })).status).toBe(200);
+      reset = 1;
+      expect((await post({ 'idempotency-key': 'k-2' })).status).toBe(200);
+      expect((await fetch(`${h.url}/api/v1/me`, { headers: auth })).status).toBe(200);
+      reset = 1;
+      const plain = await post();
+      expect(plain.status).toBe(502);
+      expect(await plain.text()).toBe('{"errors":["upstream_unavailable"]}');
+      // Once only: a second reset is answered.
+      expect((await fetch(`${h.url}/api/v1/me`, { headers: auth })).status).toBe(200);
+      reset = 2;
+      expect((await fetch(`${h.url}/api/v1/me`, { headers: auth })).status).toBe(502);
+    } finally {
+      h.realtime.handler = echoHandler;
+    }
+  });
+
   it('answers 404 not_found for unknown paths, 405 for a GET on the fetch path', async () => {
     for (const path of ['/', '/api/v2/me', '/api/host/tenants', '/api/host/tenants/x']) {
       const res = await fetch(`${h.url}${path}`);

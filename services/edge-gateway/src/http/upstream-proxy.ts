@@ -1,4 +1,4 @@
-import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { sendError, type Logger } from '@service-relay/core';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import type { GatewayMetrics } from '../metrics';
@@ -27,6 +27,24 @@ interface InFlight {
   timer: NodeJS.Timeout;
   timedOut: boolean;
   proxyReq?: ClientRequest;
+  /** Sends the request again (once; see sendAgain). */
+  retry?: () => void;
+}
+
+/**
+ * Whether a failed upstream request may be sent again, once: the connection
+ * was refused (nothing was sent; the next upstream of a list is tried), or
+ * a kept-alive connection was reset as the request went out on it, which is
+ * how an upstream that is stopping (closing its idle connections) or a
+ * connection that timed out races a new request. That request was not
+ * processed, but a reset may also come from an upstream that died while
+ * processing, so only requests that are safe to repeat are sent again: GET
+ * and HEAD, and those with an Idempotency-Key.
+ */
+function sendAgain(err: NodeJS.ErrnoException, req: IncomingMessage, proxyReq: ClientRequest | undefined): boolean {
+  if (err.code === 'ECONNREFUSED') return true;
+  if ((err.code !== 'ECONNRESET' && err.code !== 'EPIPE') || !proxyReq?.reusedSocket) return false;
+  return req.method === 'GET' || req.method === 'HEAD' || req.headers['idempotency-key'] !== undefined;
 }
 
 /**
@@ -36,10 +54,10 @@ interface InFlight {
  */
 export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
   const inFlight = new WeakMap<IncomingMessage, InFlight>();
-  const middleware = createProxyMiddleware<IncomingMessage, ServerResponse>({
+  const proxyThrough = (agent: Agent) => createProxyMiddleware<IncomingMessage, ServerResponse>({
     target: opts.target,
     ...(opts.router && { router: opts.router }),
-    agent: opts.agent,
+    agent,
     changeOrigin: true,
     ejectPlugins: true,
     plugins: [
@@ -86,8 +104,16 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
         });
         proxy.on('error', (err: NodeJS.ErrnoException, req, res) => {
           const state = inFlight.get(req);
-          if (state) clearTimeout(state.timer);
           if (state?.timedOut || !isResponse(res)) return;
+          if (state?.retry && !res.headersSent && sendAgain(err, req, state.proxyReq)) {
+            const retry = state.retry;
+            state.retry = undefined;
+            state.proxyReq = undefined;
+            opts.logger.info({ upstream: opts.name, code: err.code }, 'upstream request failed before it was processed; sent again');
+            retry();
+            return;
+          }
+          if (state) clearTimeout(state.timer);
           // Refused, reset, unresolvable: the upstream is not there (502). A
           // connect timeout is the one socket error that means "too slow" (504).
           const kind = err.code === 'ETIMEDOUT' ? 'timeout' : 'unavailable';
@@ -99,6 +125,11 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
       },
     ],
   });
+  const middleware = proxyThrough(opts.agent);
+  // A request sent again goes over a new connection: the other kept-alive
+  // connections in the pool may lead to the same stopping upstream (behind a
+  // Service every pooled connection may be pinned to one pod).
+  const fresh = proxyThrough(new Agent({ keepAlive: false }));
 
   return (req, res, body, headers) => {
     rewriteHeaders(req, body, headers, opts.stripAuthorization);
@@ -120,11 +151,15 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
       opts.logger.error({ err }, 'proxy middleware failed');
       sendError(res, 'internal', {}, CLOSE_IF_UNREAD);
     };
-    try {
-      middleware(req, res, failed).catch(failed);
-    } catch (err) {
-      failed(err);
-    }
+    const send = (through: typeof middleware) => {
+      try {
+        through(req, res, failed).catch(failed);
+      } catch (err) {
+        failed(err);
+      }
+    };
+    state.retry = () => send(fresh);
+    send(middleware);
   };
 }
 
