@@ -70,6 +70,8 @@ export interface ErrorDetails {
   limit?: number;
   /** When to try again, when the server says (`rate_limited`). */
   retryAfterMs?: number;
+  /** On `timeout`: whether the frame had been sent (false: it never left, so it certainly took no effect). */
+  sent?: boolean;
   cause?: unknown;
 }
 

@@ -157,7 +157,9 @@ describe('RelayClient errors', () => {
     });
     const { client, events } = make({ url: s.url, requestTimeoutMs: 200 });
     await client.connect();
-    expect(await codeOf(client.publish('x', 'silent'))).toBe('timeout');
+    const silent = (await client.publish('x', 'silent').catch((e: unknown) => e)) as RelayClientError;
+    expect(silent.code).toBe('timeout');
+    expect(silent.details.sent).toBe(true);
     expect(await codeOf(client.publish('x', 'drop'))).toBe('connection_lost');
     await events.next('ready', (r) => r.reconnected);
     void client.publish('x', 'garbage').catch(() => {});
@@ -167,5 +169,14 @@ describe('RelayClient errors', () => {
     client.close();
     expect(await codeOf(pending)).toBe('closed');
     expect(await codeOf(client.subscribe('x'))).toBe('closed');
+
+    // Never connected (the server is gone): the timeout says the frame never left.
+    const url = s.url;
+    await s.stop();
+    stubs.splice(stubs.indexOf(s), 1);
+    const unsent = createRelayClient({ url, WebSocket, getToken: async () => 't', requestTimeoutMs: 100, reconnect: { initialDelayMs: 1000 } });
+    clients.push(unsent);
+    const never = (await unsent.publish('x', 1).catch((e: unknown) => e)) as RelayClientError;
+    expect(never).toMatchObject({ code: 'timeout', details: { sent: false } });
   });
 });

@@ -31,7 +31,8 @@ export class RequestTable {
       entry.timer = setTimeout(() => {
         if (this.pending.get(ref) !== entry) return;
         this.pending.delete(ref);
-        entry.reject(new RelayClientError('timeout', `no answer to ${req.type} within ${timeoutMs} ms`, { frame: req.type, ...(req.topic !== undefined && { topic: req.topic }) }));
+        const what = entry.sent ? `no answer to ${req.type}` : `no connection to send ${req.type} on`;
+        entry.reject(new RelayClientError('timeout', `${what} within ${timeoutMs} ms`, { frame: req.type, sent: entry.sent, ...(req.topic !== undefined && { topic: req.topic }) }));
       }, timeoutMs);
     }
     this.pending.set(ref, entry);
