@@ -75,6 +75,33 @@ describe('RedisPresenceStore: an instance that stops without leaving', () => {
     seen.stop();
   });
 
+  it('after a gap in its own beats longer than the TTL (Redis was away for everyone), an instance judges no other before they could beat again', async () => {
+    const [clockA, clockB] = [new ManualScheduler(Date.now()), new ManualScheduler(Date.now())];
+    const [a, b] = [await instance(clockA), await instance(clockB)];
+    const r = ref();
+    const [u, marker] = [randomUUID(), randomUUID()];
+    const seen = await recordEvents(a, r);
+    await b.join(r, 'c1', u, undefined);
+    await seen.upTo(1);
+    // Neither beat for two TTLs; a gets through first and finds b's beat stale, but must not judge it yet.
+    clockA.advance(2 * TTL);
+    await a.tick();
+    clockB.advance(2 * TTL);
+    await b.tick();
+    await Promise.all([a.tick(), b.tick()]);
+    // A beat interval later both judge again, and find each other alive.
+    clockA.advance(sweepIntervalMs(TTL));
+    clockB.advance(sweepIntervalMs(TTL));
+    await Promise.all([a.tick(), b.tick()]);
+    await a.join(r, 'c2', marker, undefined);
+    expect(await seen.upTo(2)).toEqual([
+      { type: 'join', userId: u, dataJson: undefined },
+      { type: 'join', userId: marker, dataJson: undefined },
+    ]);
+    expect((await a.members(r)).map((m) => m.userId).sort()).toEqual([u, marker].sort());
+    seen.stop();
+  });
+
   it('an instance that stalled past the TTL and was swept writes its members again under a new id', async () => {
     const clock = new ManualScheduler(Date.now());
     const stalledClock = new ManualScheduler(clock.now());
@@ -86,7 +113,9 @@ describe('RedisPresenceStore: an instance that stops without leaving', () => {
     await stalled.join(r, 'c1', u, '{"x":true}');
     await seen.upTo(1);
     const oldId = stalled.id;
-    clock.advance(TTL + sweepIntervalMs(TTL));
+    clock.advance(sweepIntervalMs(TTL));
+    await live.tick();
+    clock.advance(TTL);
     await live.tick();
     expect((await seen.upTo(2))[1]).toEqual({ type: 'leave', userId: u });
     // It wakes up: its next beat finds it swept.

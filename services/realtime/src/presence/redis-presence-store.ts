@@ -79,6 +79,9 @@ export class RedisPresenceStore implements PresenceStore {
   private closed = false;
   private lastError = '';
   private ticking: Promise<void> = Promise.resolve();
+  /** When this instance last beat successfully, and since when without a gap (its own clock). */
+  private lastBeatAt: number | undefined;
+  private beatingSince = 0;
 
   constructor(private readonly opts: RedisPresenceStoreOptions) {
     this.instanceId = this.base;
@@ -216,8 +219,16 @@ export class RedisPresenceStore implements PresenceStore {
   private async beatAndSweep(): Promise<void> {
     this.cancelBeat();
     try {
+      const now = this.opts.scheduler.now();
+      // After a gap longer than the TTL in this instance's own beats (Redis
+      // was unreachable for everyone, the process stalled, it just started)
+      // the others' beats may be stale for the same reason: judge them only
+      // once they have had a whole beat interval to beat again.
+      const gap = this.lastBeatAt === undefined || now - this.lastBeatAt > this.opts.ttlMs;
       await this.beat();
-      await this.sweep();
+      if (gap) this.beatingSince = now;
+      this.lastBeatAt = now;
+      if (now - this.beatingSince >= this.beatMs) await this.sweep();
       this.recovered();
     } catch (err) {
       this.failed(err);
