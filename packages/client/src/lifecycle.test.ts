@@ -254,6 +254,29 @@ describe('RelayClient: refresh, reconnect and close codes', () => {
     expect(peer.frames.filter((f) => f.type === 'auth')).toHaveLength(1);
   });
 
+  it("a refresh refused rate_limited is sent again no sooner than the answer's retry_after_ms", async () => {
+    const stub = await StubRelay.start((peer) => {
+      peer.send(readyFrame(6));
+      let auths = 0;
+      peer.ws.on('message', (d) => {
+        const f = JSON.parse(String(d)) as { type: string; ref?: string };
+        if (f.type !== 'auth') return;
+        if (auths++ === 0) peer.send({ type: 'error', code: 'rate_limited', limit: 10, retry_after_ms: 800, ref: f.ref });
+        else peer.send({ type: 'authenticated', expires_at: Math.floor(Date.now() / 1000) + 3600, ref: f.ref });
+      });
+    });
+    stubs.push(stub);
+    const { client, events } = make({ url: stub.url });
+    await client.connect();
+    const peer = await stub.peer(0);
+    await peer.next('auth', 8000);
+    const refusedAt = Date.now();
+    expect(await events.next('error')).toMatchObject({ code: 'rate_limited', details: { frame: 'auth', retryAfterMs: 800 } });
+    await peer.next('auth', 5000);
+    expect(Date.now() - refusedAt).toBeGreaterThanOrEqual(750);
+    await events.next('token_refreshed');
+  });
+
   it('pings realtime, which answers pong, and keeps the connection', async () => {
     let notify: () => void = () => {};
     const pongs: Record<string, unknown>[] = [];

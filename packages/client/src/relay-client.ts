@@ -465,16 +465,20 @@ export class RelayClient {
       if (e.code === 'connection_lost' || e.code === 'closed') return;
       this.emitter.emit('error', e);
       // identity_mismatch: this token is for someone else; the connection runs out at its expiry (4401), then reconnects with whatever getToken gives.
-      if (e.code !== 'identity_mismatch') this.retryRefresh(conn, expiresAt, attempt);
+      if (e.code !== 'identity_mismatch') this.retryRefresh(conn, expiresAt, attempt, e.details.retryAfterMs ?? 0);
     }
   }
 
-  /** Tries again within the time left before expiry (an `auth` refusal never shortens the connection). */
-  private retryRefresh(conn: Connection, expiresAt: number, attempt: number): void {
+  /**
+   * Tries again within the time left before expiry (an `auth` refusal never
+   * shortens the connection), not sooner than a `rate_limited` answer's
+   * `retry_after_ms` unless that would miss the expiry.
+   */
+  private retryRefresh(conn: Connection, expiresAt: number, attempt: number, atLeastMs = 0): void {
     if (this.conn !== conn) return;
     const left = expiresAt * 1000 - this.now();
     if (left <= 0) return;
-    const delay = Math.min(backoffDelay(attempt, { initialDelayMs: 1000 }, this.random), left / 2);
+    const delay = Math.min(Math.max(atLeastMs, backoffDelay(attempt, { initialDelayMs: 1000 }, this.random)), left / 2);
     this.after(conn, delay, () => void this.refresh(conn, expiresAt, attempt + 1));
   }
 
