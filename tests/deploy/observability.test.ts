@@ -79,12 +79,19 @@ describe('deploy/prometheus/alerts.yml and deploy/grafana/service-relay.json', (
     for (const p of ['verifier', 'gateway', 'realtime']) expect(selects(`relay_${p}_tenant_feed_current`, '== 0'), p).toBe(true);
     expect(selects('relay_realtime_closes_total', 'code="1013"')).toBe(true);
     expect(selects('relay_realtime_connections')).toBe(true);
+    expect(selects('relay_realtime_recoveries_total', 'result="history_lost"')).toBe(true);
+    expect(selects('relay_realtime_limit_refusals_total', 'limit="tenant_connections"')).toBe(true);
+    expect(selects('gateway_http_requests_total', 'status=~"5.."')).toBe(true);
   });
 
   it('sets the connection-saturation threshold at 80 % of the MAX_CONNECTIONS the manifests set', () => {
     const config = parse(readFileSync(repoDir('deploy/kubernetes/base/config.yaml'), 'utf8')) as { data: Record<string, string> };
     const threshold = Number(/> (\d+)/.exec(rules.find((r) => r.alert === 'RelayConnectionSaturation')!.expr)![1]);
     expect(threshold).toBe(0.8 * Number(config.data.MAX_CONNECTIONS));
+    // The dashboard's saturation panel divides by the same MAX_CONNECTIONS.
+    const saturation = dashboardExprs.filter((e) => e.includes('relay_realtime_connections) /'));
+    expect(saturation.length).toBe(1);
+    expect(Number(/\/ (\d+)/.exec(saturation[0]!)![1])).toBe(Number(config.data.MAX_CONNECTIONS));
   });
 
   it('shows every series the runbooks refer to on the dashboard', () => {
@@ -104,6 +111,11 @@ describe('deploy/prometheus/alerts.yml and deploy/grafana/service-relay.json', (
       'relay_realtime_closes_total',
       'relay_realtime_messages_in_total',
       'relay_realtime_messages_out_total',
+      'relay_realtime_recoveries_total',
+      'relay_realtime_limit_refusals_total',
+      'relay_realtime_presence_memberships',
+      'relay_realtime_presence_events_total',
+      'gateway_websockets',
     ]) {
       expect(shown.has(n), n).toBe(true);
     }
