@@ -1,3 +1,5 @@
+import type { Redis } from '@service-relay/core';
+
 /**
  * The Redis presence driver's scripts. A channel's keys share the hash tag
  * `{tenant:channel}`, so every script touches one slot (Redis Cluster ready):
@@ -85,3 +87,23 @@ if claimed and tonumber(claimed) <= cutoff then
 end
 return 0
 `;
+
+export type PresenceCommands = Redis & {
+  relayPresenceJoin(iHash: string, users: string, data: string, conn: string, user: string, hasData: string, dataJson: string, events: string): Promise<number>;
+  relayPresenceLeave(iHash: string, users: string, data: string, conn: string, events: string): Promise<number>;
+  relayPresenceRemove(iHash: string, users: string, data: string, events: string): Promise<number>;
+  relayPresenceMembers(users: string, data: string): Promise<[string[], string[]]>;
+  relayPresenceBeat(instances: string, instance: string, now: number, first: string): Promise<number>;
+  relayPresenceClaim(instances: string, sweeping: string, instance: string, cutoff: number, now: number): Promise<number>;
+};
+
+/** Registers the scripts on a client (EVALSHA, loaded on first use). */
+export function definePresenceCommands(redis: Redis): PresenceCommands {
+  redis.defineCommand('relayPresenceJoin', { numberOfKeys: 3, lua: JOIN_SCRIPT });
+  redis.defineCommand('relayPresenceLeave', { numberOfKeys: 3, lua: LEAVE_SCRIPT });
+  redis.defineCommand('relayPresenceRemove', { numberOfKeys: 3, lua: REMOVE_INSTANCE_SCRIPT });
+  redis.defineCommand('relayPresenceMembers', { numberOfKeys: 2, lua: MEMBERS_SCRIPT });
+  redis.defineCommand('relayPresenceBeat', { numberOfKeys: 1, lua: BEAT_SCRIPT });
+  redis.defineCommand('relayPresenceClaim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
+  return redis as PresenceCommands;
+}

@@ -102,6 +102,20 @@ describe('RedisPresenceStore: an instance that stops without leaving', () => {
     seen.stop();
   });
 
+  it('with Redis unreachable a join and a listing are refused with unavailable, within the deadline; a leave and close do not throw', async () => {
+    const down = createRedis('redis://127.0.0.1:1', { retryStrategy: () => null, lazyConnect: true });
+    down.on('error', () => {});
+    clients.push(down);
+    const s = new RedisPresenceStore({ redis: down, subscriber: down, prefix, ttlMs: TTL, scheduler: new ManualScheduler(Date.now()), logger, deadlineMs: 100 });
+    const r = ref();
+    const started = Date.now();
+    await expect(s.join(r, 'c1', randomUUID(), undefined)).rejects.toMatchObject({ code: 'unavailable' });
+    await expect(s.members(r)).rejects.toMatchObject({ code: 'unavailable' });
+    expect(Date.now() - started).toBeLessThan(2000);
+    await s.leave(r, 'c1');
+    await s.close();
+  });
+
   it('an instance that stalled past the TTL and was swept writes its members again under a new id', async () => {
     const clock = new ManualScheduler(Date.now());
     const stalledClock = new ManualScheduler(clock.now());

@@ -2,19 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { redisReady, RelayError, withTimeout, type Logger, type Redis } from '@service-relay/core';
 import type { ChannelRef } from '../messaging/message';
 import type { Scheduler } from '../realtime/scheduler';
-import type { PresenceEvent, PresenceListener, PresenceStore, StoredMember } from './presence-store';
+import type { PresenceListener, PresenceStore, StoredMember } from './presence-store';
 import { sweepIntervalMs } from './presence-store';
-import { BEAT_SCRIPT, CLAIM_SCRIPT, JOIN_SCRIPT, LEAVE_SCRIPT, MEMBERS_SCRIPT, REMOVE_INSTANCE_SCRIPT } from './redis-presence-scripts';
+import { channelKey, membershipKey, parseEvent, PresenceKeys, refOf } from './redis-presence-keys';
+import { definePresenceCommands, type PresenceCommands } from './redis-presence-scripts';
 
-type Commands = Redis & {
-  relayPresenceJoin(iHash: string, users: string, data: string, conn: string, user: string, hasData: string, data_: string, events: string): Promise<number>;
-  relayPresenceLeave(iHash: string, users: string, data: string, conn: string, events: string): Promise<number>;
-  relayPresenceRemove(iHash: string, users: string, data: string, events: string): Promise<number>;
-  relayPresenceMembers(users: string, data: string): Promise<[string[], string[]]>;
-  relayPresenceBeat(instances: string, instance: string, now: number, first: string): Promise<number>;
-  relayPresenceClaim(instances: string, sweeping: string, instance: string, cutoff: number, now: number): Promise<number>;
-};
-type Pipeline = ReturnType<Redis['pipeline']> & Pick<Commands, 'relayPresenceBeat' | 'relayPresenceJoin'>;
+type Pipeline = ReturnType<Redis['pipeline']> & Pick<PresenceCommands, 'relayPresenceBeat' | 'relayPresenceJoin'>;
 
 export interface RedisPresenceStoreOptions {
   /** Commands and scripts. */
@@ -62,7 +55,8 @@ const SWEEP_BATCH = 16;
  * behind under the old id is swept like a dead instance's, never kept.
  */
 export class RedisPresenceStore implements PresenceStore {
-  private readonly redis: Commands;
+  private readonly redis: PresenceCommands;
+  private readonly k: PresenceKeys;
   private readonly base = randomUUID();
   private generation = 0;
   private instanceId: string;
@@ -87,14 +81,8 @@ export class RedisPresenceStore implements PresenceStore {
     this.instanceId = this.base;
     this.beatMs = sweepIntervalMs(opts.ttlMs);
     this.deadlineMs = opts.deadlineMs ?? 1000;
-    const r = opts.redis;
-    r.defineCommand('relayPresenceJoin', { numberOfKeys: 3, lua: JOIN_SCRIPT });
-    r.defineCommand('relayPresenceLeave', { numberOfKeys: 3, lua: LEAVE_SCRIPT });
-    r.defineCommand('relayPresenceRemove', { numberOfKeys: 3, lua: REMOVE_INSTANCE_SCRIPT });
-    r.defineCommand('relayPresenceMembers', { numberOfKeys: 2, lua: MEMBERS_SCRIPT });
-    r.defineCommand('relayPresenceBeat', { numberOfKeys: 1, lua: BEAT_SCRIPT });
-    r.defineCommand('relayPresenceClaim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
-    this.redis = r as Commands;
+    this.redis = definePresenceCommands(opts.redis);
+    this.k = new PresenceKeys(opts.prefix);
     opts.subscriber.on('message', (channel: string, payload: string) => this.onEvent(channel, payload));
     void this.tick();
   }
@@ -115,8 +103,7 @@ export class RedisPresenceStore implements PresenceStore {
       try {
         await redisReady(this.redis, 2 * this.deadlineMs);
       } catch (err) {
-        this.memberships.delete(key);
-        this.count(ref, -1);
+        this.forget(key, m);
         throw new RelayError('unavailable', 'presence store unavailable', { cause: err });
       }
       // Left while this waited: nothing to write.
@@ -125,14 +112,13 @@ export class RedisPresenceStore implements PresenceStore {
     const id = this.instanceId;
     // In call order on one connection: the instance is listed (so it can be
     // swept) and the channel is in its set before the membership exists.
-    const announced = this.fresh ? this.redis.relayPresenceBeat(this.instancesKey(), id, this.opts.scheduler.now(), '1') : undefined;
-    const listed = first || this.fresh ? this.redis.sadd(this.instanceKey(id), channelKey(ref)) : undefined;
-    const joined = this.redis.relayPresenceJoin(...this.keys(ref, id), connId, userId, dataJson === undefined ? '0' : '1', dataJson ?? '', this.eventChannel(ref));
+    const announced = this.fresh ? this.redis.relayPresenceBeat(this.k.instances, id, this.opts.scheduler.now(), '1') : undefined;
+    const listed = first || this.fresh ? this.redis.sadd(this.k.instance(id), channelKey(ref)) : undefined;
+    const joined = this.redis.relayPresenceJoin(...this.k.channel(ref, id), connId, userId, dataJson === undefined ? '0' : '1', dataJson ?? '', this.k.events(ref));
     try {
       await withTimeout(Promise.all([announced, listed, joined]), this.deadlineMs);
     } catch (err) {
-      this.memberships.delete(key);
-      this.count(ref, -1);
+      this.forget(key, m);
       // It may have landed: this id's writes can no longer be vouched for.
       this.abandon(id, err);
       throw new RelayError('unavailable', 'presence store unavailable', { cause: err });
@@ -145,8 +131,8 @@ export class RedisPresenceStore implements PresenceStore {
     const last = this.count(ref, -1) === 0;
     if (this.closed) return;
     const id = this.instanceId;
-    const left = this.redis.relayPresenceLeave(...this.keys(ref, id), connId, this.eventChannel(ref));
-    const unlisted = last ? this.redis.srem(this.instanceKey(id), channelKey(ref)) : undefined;
+    const left = this.redis.relayPresenceLeave(...this.k.channel(ref, id), connId, this.k.events(ref));
+    const unlisted = last ? this.redis.srem(this.k.instance(id), channelKey(ref)) : undefined;
     try {
       await withTimeout(Promise.all([left, unlisted]), this.deadlineMs);
     } catch (err) {
@@ -159,7 +145,7 @@ export class RedisPresenceStore implements PresenceStore {
     let reply: [string[], string[]];
     try {
       if (this.redis.status !== 'ready') await redisReady(this.redis, 2 * this.deadlineMs);
-      reply = await withTimeout(this.redis.relayPresenceMembers(this.usersKey(ref), this.dataKey(ref)), this.deadlineMs);
+      reply = await withTimeout(this.redis.relayPresenceMembers(this.k.users(ref), this.k.data(ref)), this.deadlineMs);
     } catch (err) {
       throw new RelayError('unavailable', 'presence store unavailable', { cause: err });
     }
@@ -174,7 +160,7 @@ export class RedisPresenceStore implements PresenceStore {
   }
 
   async subscribe(ref: ChannelRef, listener: PresenceListener): Promise<() => void> {
-    const name = this.eventChannel(ref);
+    const name = this.k.events(ref);
     let ch = this.events.get(name);
     if (!ch) {
       ch = { ref, listeners: new Set(), subscribed: this.opts.subscriber.subscribe(name) };
@@ -247,17 +233,17 @@ export class RedisPresenceStore implements PresenceStore {
     const id = this.instanceId;
     const now = this.opts.scheduler.now();
     if (!this.fresh) {
-      const alive = await withTimeout(this.redis.relayPresenceBeat(this.instancesKey(), id, now, '0'), this.deadlineMs);
+      const alive = await withTimeout(this.redis.relayPresenceBeat(this.k.instances, id, now, '0'), this.deadlineMs);
       if (alive === 1) return;
       this.opts.logger.warn({ instance: id }, 'presence: this instance was swept as dead (stalled past PRESENCE_TTL_MS); writing its members again under a new id');
       if (this.instanceId === id) this.renew();
     }
     const fresh = this.instanceId;
     const p = this.redis.pipeline() as Pipeline;
-    void p.relayPresenceBeat(this.instancesKey(), fresh, now, '1');
-    for (const k of this.perChannel.keys()) void p.sadd(this.instanceKey(fresh), k);
+    void p.relayPresenceBeat(this.k.instances, fresh, now, '1');
+    for (const k of this.perChannel.keys()) void p.sadd(this.k.instance(fresh), k);
     for (const m of this.memberships.values()) {
-      void p.relayPresenceJoin(...this.keys(m.ref, fresh), m.connId, m.userId, m.dataJson === undefined ? '0' : '1', m.dataJson ?? '', this.eventChannel(m.ref));
+      void p.relayPresenceJoin(...this.k.channel(m.ref, fresh), m.connId, m.userId, m.dataJson === undefined ? '0' : '1', m.dataJson ?? '', this.k.events(m.ref));
     }
     const results = (await withTimeout(p.exec(), this.deadlineMs)) ?? [];
     const failed = results.find(([e]) => e);
@@ -272,36 +258,43 @@ export class RedisPresenceStore implements PresenceStore {
     const cutoff = now - this.opts.ttlMs;
     const [dead, unfinished] = await withTimeout(
       Promise.all([
-        this.redis.zrangebyscore(this.instancesKey(), '-inf', cutoff, 'LIMIT', 0, SWEEP_BATCH),
-        this.redis.zrangebyscore(this.sweepingKey(), '-inf', cutoff, 'LIMIT', 0, SWEEP_BATCH),
+        this.redis.zrangebyscore(this.k.instances, '-inf', cutoff, 'LIMIT', 0, SWEEP_BATCH),
+        this.redis.zrangebyscore(this.k.sweeping, '-inf', cutoff, 'LIMIT', 0, SWEEP_BATCH),
       ]),
       this.deadlineMs,
     );
     for (const id of new Set([...dead, ...unfinished])) {
       if (id === this.instanceId) continue;
-      const won = await withTimeout(this.redis.relayPresenceClaim(this.instancesKey(), this.sweepingKey(), id, cutoff, now), this.deadlineMs);
+      const won = await withTimeout(this.redis.relayPresenceClaim(this.k.instances, this.k.sweeping, id, cutoff, now), this.deadlineMs);
       if (won !== 1) continue;
       const left = await this.removeInstance(id);
-      await this.redis.zrem(this.sweepingKey(), id);
+      await this.redis.zrem(this.k.sweeping, id);
       this.opts.logger.info({ instance: id, users_left: left }, 'presence: swept the members of an instance that stopped beating');
     }
   }
 
   /** Every membership of `id`, channel by channel, then its channel set and its place among the instances. */
   private async removeInstance(id: string): Promise<number> {
-    const setKey = this.instanceKey(id);
+    const setKey = this.k.instance(id);
     let left = 0;
     for (;;) {
       const batch = await this.redis.srandmember(setKey, 100);
       if (batch.length === 0) break;
       for (const k of batch) {
         const ref = refOf(k);
-        if (ref) left += await this.redis.relayPresenceRemove(...this.keys(ref, id), this.eventChannel(ref));
+        if (ref) left += await this.redis.relayPresenceRemove(...this.k.channel(ref, id), this.k.events(ref));
         await this.redis.srem(setKey, k);
       }
     }
-    await this.redis.zrem(this.instancesKey(), id);
+    await this.redis.zrem(this.k.instances, id);
     return left;
+  }
+
+  /** Takes back a membership whose join failed, unless a leave already did. */
+  private forget(key: string, m: Membership): void {
+    if (this.memberships.get(key) !== m) return;
+    this.memberships.delete(key);
+    this.count(m.ref, -1);
   }
 
   /** Gives up an id whose writes may be wrong: its beats stop, so it is swept; everything is written again under a new one. */
@@ -348,63 +341,4 @@ export class RedisPresenceStore implements PresenceStore {
     if (this.lastError !== '') this.opts.logger.info('presence: back on redis');
     this.lastError = '';
   }
-
-  private keys(ref: ChannelRef, instance: string): [string, string, string] {
-    return [`${this.channelPrefix(ref)}:i:${instance}`, this.usersKey(ref), this.dataKey(ref)];
-  }
-
-  /** The hash tag keeps one channel's keys in one slot. */
-  private channelPrefix(ref: ChannelRef): string {
-    return `${this.opts.prefix}presence:{${ref.tenantId}:${ref.channel}}`;
-  }
-
-  private usersKey(ref: ChannelRef): string {
-    return `${this.channelPrefix(ref)}:users`;
-  }
-
-  private dataKey(ref: ChannelRef): string {
-    return `${this.channelPrefix(ref)}:data`;
-  }
-
-  private eventChannel(ref: ChannelRef): string {
-    return `${this.opts.prefix}presence-events:${ref.tenantId}:${ref.channel}`;
-  }
-
-  private instancesKey(): string {
-    return `${this.opts.prefix}presence:{instances}`;
-  }
-
-  private sweepingKey(): string {
-    return `${this.opts.prefix}presence:{instances}:sweeping`;
-  }
-
-  /** The channels an instance has members on. */
-  private instanceKey(id: string): string {
-    return `${this.opts.prefix}presence:instance:${id}`;
-  }
-}
-
-function membershipKey(ref: ChannelRef, connId: string): string {
-  return `${ref.tenantId}/${ref.channel}/${connId}`;
-}
-
-/** `/` is in neither a tenant id nor a channel name. */
-function channelKey(ref: ChannelRef): string {
-  return `${ref.tenantId}/${ref.channel}`;
-}
-
-function refOf(key: string): ChannelRef | undefined {
-  const slash = key.indexOf('/');
-  return slash > 0 ? { tenantId: key.slice(0, slash), channel: key.slice(slash + 1) } : undefined;
-}
-
-function parseEvent(payload: string): PresenceEvent | undefined {
-  const a = payload.indexOf('\n');
-  if (a !== 1) return undefined;
-  if (payload[0] === 'l') return { type: 'leave', userId: payload.slice(2) };
-  if (payload[0] !== 'j') return undefined;
-  const b = payload.indexOf('\n', 2);
-  if (b < 0) return undefined;
-  const userId = payload.slice(2, b);
-  return { type: 'join', userId, dataJson: payload[b + 1] === '1' ? payload.slice(b + 2) : undefined };
 }
