@@ -1,4 +1,4 @@
-import { backoffDelay, refreshDelay } from './backoff.js';
+import { backoffDelay } from './backoff.js';
 import { errorFromFrame, RelayClientError } from './client-error.js';
 import { CLOSE_UNAUTHORIZED, decideAfterClose } from './close-policy.js';
 import { Emitter } from './emitter.js';
@@ -6,6 +6,7 @@ import { channelOf, parseServerFrame, topicOf, type JsonValue, type PresenceMemb
 import { RequestTable } from './requests.js';
 import { connectUrl, OPEN, refusalStatus, resolveWebSocket, type WebSocketConstructor, type WebSocketLike } from './socket.js';
 import { Subscription } from './subscription.js';
+import { TokenRefresh } from './token-refresh.js';
 import type { ConnectionState, RelayClientEvents, RelayClientOptions, SubscribeOptions, Subscribed } from './types.js';
 
 type Timer = ReturnType<typeof setTimeout>;
@@ -18,9 +19,7 @@ interface Connection {
   status: number | undefined;
   timers: Set<Timer>;
   pongTimer: Timer | undefined;
-  refreshTimer: Timer | undefined;
-  /** Refreshes scheduled while this clock disagreed with the server's about expiry, in a row. */
-  skewedRefreshes: number;
+  refresh: TokenRefresh;
 }
 
 /** A connection that stayed ready this long resets the backoff. */
@@ -176,7 +175,7 @@ export class RelayClient {
       // A malformed URL: no retry will fix it.
       return this.finish(new RelayClientError('bad_request', `cannot open ${this.opts.url}`, { cause: err }));
     }
-    const conn: Connection = { ws, ready: false, retryAfterMs: undefined, status: undefined, timers: new Set(), pongTimer: undefined, refreshTimer: undefined, skewedRefreshes: 0 };
+    const conn = this.newConnection(ws);
     this.conn = conn;
     ws.onmessage = (event) => this.onData(conn, event.data);
     ws.onerror = (event) => {
@@ -186,6 +185,33 @@ export class RelayClient {
     this.after(conn, this.opts.connectTimeoutMs ?? 15_000, () => {
       if (!conn.ready) this.drop(conn, 'no ready in time');
     });
+  }
+
+  private newConnection(ws: WebSocketLike): Connection {
+    const conn: Connection = {
+      ws,
+      ready: false,
+      retryAfterMs: undefined,
+      status: undefined,
+      timers: new Set(),
+      pongTimer: undefined,
+      refresh: new TokenRefresh({
+        getToken: () => this.opts.getToken(),
+        sendAuth: async (token) => {
+          await this.request('auth', () => ({ token }), { queue: false });
+        },
+        emitError: (error) => this.emitter.emit('error', error),
+        after: (ms, fn) => this.after(conn, ms, fn),
+        cancel: (timer) => {
+          clearTimeout(timer);
+          conn.timers.delete(timer);
+        },
+        current: () => this.conn === conn,
+        now: this.now,
+        random: this.random,
+      }),
+    };
+    return conn;
   }
 
   private after(conn: Connection, ms: number, fn: () => void): Timer {
@@ -300,7 +326,7 @@ export class RelayClient {
         return this.onMessage(frame);
       case 'authenticated':
         if (this.identity) this.identity = { ...this.identity, expiresAt: frame.expires_at };
-        this.scheduleRefresh(conn, frame.expires_at);
+        conn.refresh.schedule(frame.expires_at);
         this.emitter.emit('token_refreshed', { expiresAt: frame.expires_at });
         this.requests.settle(frame);
         return;
@@ -330,7 +356,7 @@ export class RelayClient {
       this.policyCloses = 0;
     });
     this.setState('open');
-    this.scheduleRefresh(conn, frame.expires_at);
+    conn.refresh.schedule(frame.expires_at);
     this.schedulePing(conn);
     for (const sub of this.subs.values()) this.sendSubscribe(sub);
     for (const [ref, req] of this.requests.unsent()) {
@@ -429,58 +455,6 @@ export class RelayClient {
   }
 
   // ---- keeping the connection authenticated and alive ----
-
-  private scheduleRefresh(conn: Connection, expiresAt: number): void {
-    if (conn.refreshTimer !== undefined) {
-      clearTimeout(conn.refreshTimer);
-      conn.timers.delete(conn.refreshTimer);
-    }
-    let delay = refreshDelay(expiresAt, this.now());
-    if (delay === 0) {
-      // The server took a token this clock says has expired: the clock is
-      // ahead by more than the token's lifetime. Refreshing at once would loop;
-      // refresh at a growing interval instead (a real expiry still ends in 4401 and a reconnect).
-      delay = Math.min(300_000, 5000 * 2 ** Math.min(conn.skewedRefreshes++, 6));
-    } else {
-      conn.skewedRefreshes = 0;
-    }
-    conn.refreshTimer = this.after(conn, delay, () => void this.refresh(conn, expiresAt, 0));
-  }
-
-  private async refresh(conn: Connection, expiresAt: number, attempt: number): Promise<void> {
-    if (this.conn !== conn) return;
-    let token: string;
-    try {
-      token = await this.opts.getToken();
-      if (typeof token !== 'string' || token.length === 0) throw new TypeError('getToken must resolve to a non-empty string');
-    } catch (err) {
-      this.emitter.emit('error', new RelayClientError('token_provider_failed', 'getToken failed during a refresh', { cause: err }));
-      return this.retryRefresh(conn, expiresAt, attempt);
-    }
-    if (this.conn !== conn) return;
-    try {
-      await this.request('auth', () => ({ token }), { queue: false });
-    } catch (err) {
-      const e = err as RelayClientError;
-      if (e.code === 'connection_lost' || e.code === 'closed') return;
-      this.emitter.emit('error', e);
-      // identity_mismatch: this token is for someone else; the connection runs out at its expiry (4401), then reconnects with whatever getToken gives.
-      if (e.code !== 'identity_mismatch') this.retryRefresh(conn, expiresAt, attempt, e.details.retryAfterMs ?? 0);
-    }
-  }
-
-  /**
-   * Tries again within the time left before expiry (an `auth` refusal never
-   * shortens the connection), not sooner than a `rate_limited` answer's
-   * `retry_after_ms` unless that would miss the expiry.
-   */
-  private retryRefresh(conn: Connection, expiresAt: number, attempt: number, atLeastMs = 0): void {
-    if (this.conn !== conn) return;
-    const left = expiresAt * 1000 - this.now();
-    if (left <= 0) return;
-    const delay = Math.min(Math.max(atLeastMs, backoffDelay(attempt, { initialDelayMs: 1000 }, this.random)), left / 2);
-    this.after(conn, delay, () => void this.refresh(conn, expiresAt, attempt + 1));
-  }
 
   private schedulePing(conn: Connection): void {
     const interval = this.opts.pingIntervalMs ?? 25_000;
