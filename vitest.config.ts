@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-// Five named suites. `npm test` runs all of them:
+// Six named suites. `npm test` runs all of them:
 // - unit:   pure logic and in-process drivers (embedded PGlite, in-memory bus),
 //           and the property-based tests beside the code (*.fuzz.test.ts, *.property.test.ts)
 // - int:    the same contract suites against the real PostgreSQL and Redis
@@ -8,6 +8,7 @@ import { defineConfig } from 'vitest/config';
 // - attack: the whole stack as processes under hostile clients (`npm run attack`)
 // - faults: the distributed deployment on a private Redis and PostgreSQL that
 //           the tests kill, freeze and restart (`npm run faults`)
+// - ha:     Redis Cluster and Sentinel failover, on private Redis processes (`npm run ha`)
 const common = {
   environment: 'node' as const,
   testTimeout: 20_000,
@@ -40,7 +41,7 @@ export default defineConfig({
           ...common,
           name: 'e2e',
           include: ['tests/**/*.test.ts'],
-          exclude: ['tests/faults/**', 'tests/attack/**', 'tests/deploy/**', '**/node_modules/**'],
+          exclude: ['tests/faults/**', 'tests/attack/**', 'tests/deploy/**', 'tests/ha/**', '**/node_modules/**'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
           fileParallelism: false,
@@ -74,6 +75,21 @@ export default defineConfig({
           // should not compete with them for the CPU.
           sequence: { groupOrder: 2 },
           // Runs its own Redis and PostgreSQL: needs the binaries, not the shared servers.
+          globalSetup: ['tests/faults/support/require-binaries.ts'],
+        },
+      },
+      {
+        test: {
+          ...common,
+          // Redis high availability (`npm run ha`): the Redis drivers' contract
+          // suites on a private three-master Redis Cluster, and the whole stack
+          // across a Sentinel failover. Starts its own Redis processes.
+          name: 'ha',
+          include: ['tests/ha/**/*.test.ts'],
+          testTimeout: 90_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+          sequence: { groupOrder: 3 },
           globalSetup: ['tests/faults/support/require-binaries.ts'],
         },
       },

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { parseRedisUrl, RedisUrlError } from './redis';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -210,7 +211,16 @@ export interface RedisSettings {
 export function readRedisSettings(r: EnvReader): RedisSettings {
   const prefix = r.string('REDIS_PREFIX', 'relay:');
   if (!/^[A-Za-z0-9:_.-]{1,64}$/.test(prefix)) throw new ConfigError('REDIS_PREFIX', 'must be 1-64 characters of [A-Za-z0-9:_.-]');
-  return { url: r.optionalUrl('REDIS_URL', ['redis:', 'rediss:']), prefix };
+  const url = r.raw('REDIS_URL');
+  if (url !== undefined) {
+    try {
+      parseRedisUrl(url);
+    } catch (err) {
+      // The reason and the accepted forms, never the URL itself (it may hold a password).
+      throw new ConfigError('REDIS_URL', err instanceof RedisUrlError ? err.message : 'is not a Redis URL');
+    }
+  }
+  return { url, prefix };
 }
 
 /**

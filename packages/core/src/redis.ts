@@ -1,20 +1,156 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 
 export type { Redis } from 'ioredis';
+
+/** The forms REDIS_URL accepts (docs/OPERATIONS.md "Redis high availability"). */
+export const REDIS_URL_FORMS =
+  'redis[s]://[user:password@]host:port[/db] (one server), ' +
+  'redis[s]-sentinel://[user:password@]host:port[,host:port…]/<master name>[/db] (Sentinel), ' +
+  'redis[s]-cluster://[user:password@]host:port[,host:port…] (Cluster)';
+
+interface HostPort {
+  host: string;
+  port: number;
+}
+
+export type RedisTopology =
+  | { kind: 'single'; url: string }
+  | { kind: 'sentinel'; sentinels: HostPort[]; name: string; db: number; tls: boolean; username?: string; password?: string }
+  | { kind: 'cluster'; nodes: HostPort[]; tls: boolean; username?: string; password?: string };
+
+export class RedisUrlError extends Error {
+  constructor(reason: string) {
+    super(`${reason}; accepted forms: ${REDIS_URL_FORMS}`);
+    this.name = 'RedisUrlError';
+  }
+}
+
+/**
+ * Reads one of the three URL forms. Sentinel and Cluster URLs list several
+ * host:port pairs, which WHATWG URL cannot parse, so they are split here.
+ * The password (if any) is the data nodes' one; sentinels are assumed to
+ * share it (ioredis's sentinelPassword), which is the common setup.
+ */
+export function parseRedisUrl(url: string): RedisTopology {
+  const m = /^(rediss?)(-sentinel|-cluster)?:\/\/(?:([^@/]*)@)?([^/?#]+)(\/[^?#]*)?$/.exec(url);
+  if (!m) throw new RedisUrlError('not a Redis URL');
+  const [, scheme, mode, auth, hostList, path] = m;
+  const tls = scheme === 'rediss';
+  if (!mode) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new RedisUrlError('not a valid URL');
+    }
+    if (!parsed.hostname) throw new RedisUrlError('no host');
+    return { kind: 'single', url };
+  }
+  const hosts = hostList!.split(',').map((h, i) => {
+    const hm = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.\-_]+):(\d{1,5})$/.exec(h);
+    const port = hm ? Number(hm[2]) : 0;
+    if (!hm || port < 1 || port > 65535) throw new RedisUrlError(`node ${i + 1} of the list is not host:port`);
+    return { host: hm[1]!.replace(/^\[|\]$/g, ''), port };
+  });
+  let username: string | undefined;
+  let password: string | undefined;
+  if (auth) {
+    const colon = auth.indexOf(':');
+    username = decodeURIComponent(colon < 0 ? auth : auth.slice(0, colon)) || undefined;
+    password = colon < 0 ? undefined : decodeURIComponent(auth.slice(colon + 1));
+  }
+  const segments = (path ?? '').split('/').filter((s) => s !== '');
+  if (mode === '-cluster') {
+    if (segments.length > 0) throw new RedisUrlError('a Cluster URL has no path (Redis Cluster has database 0 only)');
+    return { kind: 'cluster', nodes: hosts, tls, username, password };
+  }
+  const [name, db = '0', ...rest] = segments;
+  if (!name || !/^[A-Za-z0-9._-]+$/.test(name)) throw new RedisUrlError('a Sentinel URL ends with /<master name>');
+  if (rest.length > 0 || !/^\d{1,2}$/.test(db)) throw new RedisUrlError('the Sentinel database must be a number');
+  return { kind: 'sentinel', sentinels: hosts, name, db: Number(db), tls, username, password };
+}
+
+/** Cluster-level options (the rest go to every node connection). */
+const CLUSTER_KEYS = ['enableOfflineQueue', 'retryStrategy', 'lazyConnect'] as const;
 
 /**
  * One set of connection options for every Redis client we open: commands fail
  * fast while Redis is down (callers have their own fallbacks) instead of
  * queueing without bound, and the client keeps reconnecting in the background.
+ *
+ * `url` picks the topology: one server, a Sentinel-managed master (the client
+ * asks the sentinels where the master is on every reconnect, so a failover is
+ * a reconnect), or a Cluster. A Cluster client is returned as `Redis`: it
+ * has the same command, script, pipeline and pub/sub surface that our
+ * drivers use; what differs (one slot per script or pipeline) is the key
+ * layout's job (hash tags, docs/ARCHITECTURE.md "Redis keys").
  */
 export function createRedis(url: string, overrides: RedisOptions = {}): Redis {
-  return new Redis(url, {
+  const options: RedisOptions = {
     connectTimeout: 2000,
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
     ...overrides,
-  });
+  };
+  const topology = parseRedisUrl(url);
+  if (topology.kind === 'single') return new Redis(url, options);
+  const auth = { username: topology.username, password: topology.password };
+  const tls = topology.tls ? { tls: {} } : {};
+  if (topology.kind === 'sentinel') {
+    return new Redis({
+      ...options,
+      ...auth,
+      ...tls,
+      sentinels: topology.sentinels,
+      name: topology.name,
+      db: topology.db,
+      sentinelPassword: topology.password,
+      sentinelUsername: topology.username,
+      ...(topology.tls ? { enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
+      // A sentinel that is itself down must not stop the search for the master.
+      sentinelRetryStrategy: (times) => Math.min(100 * times, 1000),
+      // Subscribe to +switch-master so a failover is noticed at once rather than at the next failed command.
+      failoverDetector: true,
+    });
+  }
+  const nodeOptions: RedisOptions = { ...options, ...auth, ...tls };
+  for (const k of CLUSTER_KEYS) delete nodeOptions[k];
+  const retry = options.retryStrategy;
+  const clusterOptions: ClusterOptions = {
+    enableOfflineQueue: options.enableOfflineQueue,
+    lazyConnect: options.lazyConnect,
+    clusterRetryStrategy: retry === null || retry === undefined ? () => null : (times) => retry(times),
+    // A moved slot or a promoted replica: retry the command shortly instead of failing it at once.
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    slotsRefreshTimeout: 2000,
+    redisOptions: nodeOptions,
+  };
+  return new Cluster(topology.nodes, clusterOptions) as unknown as Redis;
+}
+
+/** True for a client built from a `redis-cluster://` URL. */
+export function isCluster(client: Redis): boolean {
+  return (client as unknown as { isCluster?: boolean }).isCluster === true;
+}
+
+/** How long a write waits for the Sentinel replica's acknowledgement (WAIT) before it is answered anyway. */
+export const REPLICA_WAIT_MS = 250;
+
+/**
+ * Under Sentinel, replication is asynchronous: a write the master answered
+ * but had not yet sent to its replica is lost when that replica is promoted.
+ * For writes we acknowledge to a client (a publish) or that a revocation
+ * depends on (the key cache's floor), WAIT until the replica has it. Resolves
+ * to the replicas that acknowledged (0 after REPLICA_WAIT_MS without one: the
+ * write stands, without the failover guarantee); undefined outside Sentinel
+ * mode (one server has nothing to fail over to; on a Cluster, WAIT would
+ * reach a random node, so it is not used there).
+ */
+export async function waitForReplica(client: Redis): Promise<number | undefined> {
+  if (isCluster(client) || !client.options.sentinels) return undefined;
+  return (await client.call('WAIT', 1, REPLICA_WAIT_MS)) as number;
 }
 
 /** Resolves once the client is ready; rejects after `ms`. */

@@ -33,7 +33,7 @@ describe('RedisKeyCache on a real Redis', () => {
     const got = await cache.get(t);
     expect(got?.data).toEqual(d);
     expect(got!.ttlMs).toBeGreaterThan(25_000);
-    const stored = JSON.stringify(await raw.hgetall(`${prefix}verifier:keys:${t}`));
+    const stored = JSON.stringify(await raw.hgetall(`${prefix}{verifier}:keys:${t}`));
     expect(stored).not.toContain(d.primary!.secret);
     expect(stored).toContain('v1.');
   });
@@ -70,7 +70,7 @@ describe('RedisKeyCache on a real Redis', () => {
     expect(await cache.get(t)).toBeUndefined();
     await other.close();
     await cache.put(t, data(3), 30_000);
-    await raw.hset(`${prefix}verifier:keys:${t}`, 'v', '9');
+    await raw.hset(`${prefix}{verifier}:keys:${t}`, 'v', '9');
     expect(await cache.get(t)).toBeUndefined();
   });
 });

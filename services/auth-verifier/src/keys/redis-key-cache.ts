@@ -1,4 +1,4 @@
-import { createRedis, redisPing, redisReady, type Logger, type Redis } from '@service-relay/core';
+import { createRedis, redisPing, redisReady, waitForReplica, type Logger, type Redis } from '@service-relay/core';
 import type { TenantKeysData } from '../token/tenant-keys';
 import type { KeyCipher } from './key-cipher';
 import type { SharedKeyCache, SharedKeyEntry } from './shared-key-cache';
@@ -63,7 +63,8 @@ export class RedisKeyCache implements SharedKeyCache {
     this.redis.defineCommand('verifierKeysGet', { numberOfKeys: 3, lua: GET });
     this.redis.defineCommand('verifierKeysPut', { numberOfKeys: 3, lua: PUT });
     this.redis.defineCommand('verifierKeysDrop', { numberOfKeys: 3, lua: DROP });
-    this.genKey = `${opts.prefix}verifier:keys:gen`;
+    // One hash tag for every key of the cache: each script reads the global generation with a tenant's keys, so on a Cluster they share a slot.
+    this.genKey = `${opts.prefix}{verifier}:keys:gen`;
   }
 
   /** Waits for the first connection; until then every call is a miss. */
@@ -92,6 +93,8 @@ export class RedisKeyCache implements SharedKeyCache {
 
   async drop(tenantId: string, version: number): Promise<void> {
     await this.redis.verifierKeysDrop(this.genKey, this.entryKey(tenantId), this.floorKey(tenantId), version, this.opts.floorTtlMs);
+    // Under Sentinel: the raised floor must reach the replica, or a failover could bring the old entry back.
+    await waitForReplica(this.redis);
   }
 
   async dropAll(): Promise<void> {
@@ -111,6 +114,7 @@ export class RedisKeyCache implements SharedKeyCache {
     if (!this.pendingDropAll) return true;
     try {
       await this.redis.incr(this.genKey);
+      await waitForReplica(this.redis);
       this.pendingDropAll = false;
       return true;
     } catch {
@@ -119,10 +123,10 @@ export class RedisKeyCache implements SharedKeyCache {
   }
 
   private entryKey(tenantId: string): string {
-    return `${this.opts.prefix}verifier:keys:${tenantId}`;
+    return `${this.opts.prefix}{verifier}:keys:${tenantId}`;
   }
 
   private floorKey(tenantId: string): string {
-    return `${this.opts.prefix}verifier:floor:${tenantId}`;
+    return `${this.opts.prefix}{verifier}:floor:${tenantId}`;
   }
 }

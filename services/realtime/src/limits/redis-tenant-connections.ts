@@ -16,9 +16,18 @@ import type { Admission, TenantConnections } from './tenant-connections';
 const ACQUIRE_SCRIPT = `
 local now = tonumber(ARGV[3])
 local others = 0
+local own = tonumber(ARGV[2])
 local entries = redis.call('HGETALL', KEYS[1])
 for i = 1, #entries, 2 do
-  if entries[i] ~= ARGV[1] then
+  if entries[i] == ARGV[1] then
+    -- A proposal below what this instance already recorded was overtaken by a
+    -- later acquire (a script retried as EVAL after NOSCRIPT on a fresh node or
+    -- a promoted replica runs late): it must not lower the count.
+    local v = entries[i + 1]
+    local sep = string.find(v, ':', 1, true)
+    local mine = sep and tonumber(string.sub(v, 1, sep - 1)) or 0
+    if mine > own then own = mine end
+  else
     local v = entries[i + 1]
     local sep = string.find(v, ':', 1, true)
     local deadline = sep and tonumber(string.sub(v, sep + 1)) or 0
@@ -30,7 +39,7 @@ for i = 1, #entries, 2 do
   end
 end
 if others + tonumber(ARGV[2]) > tonumber(ARGV[5]) then return {0, others} end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. ARGV[4])
+redis.call('HSET', KEYS[1], ARGV[1], own .. ':' .. ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 return {1, others}
 `;
@@ -141,16 +150,15 @@ export class RedisTenantConnections implements TenantConnections {
   async heartbeat(): Promise<void> {
     if (this.redis.status !== 'ready') return this.degrade();
     const now = this.opts.scheduler.now();
-    const pipeline = this.redis.pipeline() as ReturnType<Redis['pipeline']> & { relayTenantSet: Commands['relayTenantSet'] };
-    let n = 0;
+    // One command per tenant, sent back to back, not a pipeline: on a Redis
+    // Cluster each tenant's key has its own slot, and a pipeline must stay on one node.
+    const writes: Promise<unknown>[] = [];
     for (const [tenantId, count] of this.local.entries()) {
-      void pipeline.relayTenantSet(this.key(tenantId), this.instanceId, count, now + this.ttlMs, this.keyTtlMs());
-      n++;
+      writes.push(this.redis.relayTenantSet(this.key(tenantId), this.instanceId, count, now + this.ttlMs, this.keyTtlMs()));
     }
-    if (n === 0) return this.recovered();
+    if (writes.length === 0) return this.recovered();
     try {
-      const results = (await withTimeout(pipeline.exec(), this.deadlineMs)) ?? [];
-      if (results.some(([err]) => err)) throw results.find(([err]) => err)![0]!;
+      await withTimeout(Promise.all(writes), this.deadlineMs);
       this.recovered();
     } catch (err) {
       this.opts.logger.debug({ err: (err as Error).message }, 'tenant connection heartbeat failed');
@@ -166,9 +174,7 @@ export class RedisTenantConnections implements TenantConnections {
     await this.local.close();
     // Anything still held goes now, not one TTL later.
     if (held.length > 0 && this.redis.status === 'ready') {
-      const pipeline = this.redis.pipeline();
-      for (const t of held) void pipeline.hdel(this.key(t), this.instanceId);
-      await withTimeout(pipeline.exec(), this.deadlineMs).catch(() => {});
+      await withTimeout(Promise.all(held.map((t) => this.redis.hdel(this.key(t), this.instanceId))), this.deadlineMs).catch(() => {});
     }
   }
 

@@ -29,7 +29,7 @@ describe('RedisMessageBus', () => {
     const bus = new RedisMessageBus(TEST_REDIS_URL, prefix, { maxMessages: 10, ttlS: 120 }, logger);
     await bus.publish(ref, 'u', '1', { idempotencyKey: 'k' });
     const probe = new Redis(TEST_REDIS_URL);
-    const stream = `${prefix}ch:${ref.tenantId}:c`;
+    const stream = `${prefix}ch:{${ref.tenantId}:c}`;
     for (const key of [stream, `${stream}/meta`]) {
       const ttl = await probe.ttl(key);
       expect(ttl).toBeGreaterThan(100);
@@ -47,7 +47,7 @@ describe('RedisMessageBus', () => {
     const m1 = await bus.publish(ref, 'u', '1');
     const epoch = await bus.epoch(ref);
     const probe = new Redis(TEST_REDIS_URL);
-    await probe.del(`${prefix}ch:${ref.tenantId}:c`, `${prefix}ch:${ref.tenantId}:c/meta`);
+    await probe.del(`${prefix}ch:{${ref.tenantId}:c}`, `${prefix}ch:{${ref.tenantId}:c}/meta`);
     expect(await bus.history(ref, { after: m1.id, epoch, limit: 10 })).toEqual({ messages: [], epoch: '', recovery: { recovered: false, reason: 'history_lost' } });
     const m2 = await bus.publish(ref, 'u', '2');
     const page = await bus.history(ref, { after: m1.id, epoch, limit: 10 });
@@ -63,7 +63,7 @@ describe('RedisMessageBus', () => {
     const prefix = uniqueRedisPrefix('rt');
     const bus = new RedisMessageBus(TEST_REDIS_URL, prefix, { maxMessages: 10, ttlS: 120 }, logger);
     const probe = new Redis(TEST_REDIS_URL);
-    const old = await probe.xadd(`${prefix}ch:${ref.tenantId}:c`, '*', 'u', 'u', 'd', '"old"');
+    const old = await probe.xadd(`${prefix}ch:{${ref.tenantId}:c}`, '*', 'u', 'u', 'd', '"old"');
     expect((await bus.history(ref, { after: old!, limit: 10 })).recovery).toEqual({ recovered: true });
     await bus.publish(ref, 'u', '"new"');
     expect(await bus.epoch(ref)).not.toBe('');

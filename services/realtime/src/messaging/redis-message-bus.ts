@@ -1,4 +1,4 @@
-import { createRedis, RelayError, redisPing, redisReady, type Logger, type Redis } from '@service-relay/core';
+import { createRedis, RelayError, redisPing, redisReady, waitForReplica, type Logger, type Redis } from '@service-relay/core';
 import { isAfter, makeMessage, type ChannelRef, type Message, type MessageListener } from './message';
 import type { HistoryPage, HistoryQuery, MessageBus, PublishOptions } from './message-bus';
 import type { RetentionOptions } from './memory-message-bus';
@@ -93,6 +93,9 @@ export class RedisMessageBus implements MessageBus {
       const { maxMessages, ttlS } = this.retention;
       const windowMs = this.idempotencyWindowS * 1000;
       reply = await this.cmd.relayPublish(keys.length, ...keys, maxMessages, userId, dataJson, ttlS, this.channelName(ref), newEpoch(), windowMs);
+      // Acknowledged means on the replica too (Sentinel), so a failover cannot take it back unannounced.
+      const replicas = await waitForReplica(this.cmd);
+      if (replicas === 0) this.warnUnreplicated();
     } catch (err) {
       throw new RelayError('unavailable', 'message store unavailable', { cause: err });
     }
@@ -193,6 +196,15 @@ export class RedisMessageBus implements MessageBus {
     }
   }
 
+  private lastUnreplicatedWarning = 0;
+
+  private warnUnreplicated(): void {
+    const now = Date.now();
+    if (now - this.lastUnreplicatedWarning < 60_000) return;
+    this.lastUnreplicatedWarning = now;
+    this.logger.warn('message bus: no Redis replica acknowledged a publish; a failover now could lose it');
+  }
+
   private async read(ref: ChannelRef, after: string, limit: number): Promise<ReadResult> {
     let reply: ReadReply;
     try {
@@ -219,8 +231,15 @@ export class RedisMessageBus implements MessageBus {
     if (this.cmd.status !== 'ready') await redisReady(this.cmd, 2000);
   }
 
+  /**
+   * The stream's name is the stem of the channel's meta and idempotency keys:
+   * its hash tag `{tenant:channel}` puts them in one Redis Cluster slot, as the
+   * scripts need. (Before Redis HA the name had no braces: a rolling upgrade
+   * across that change starts a new stream, so a new epoch, and a client
+   * resuming from the old stream is told `recovered: false`.)
+   */
   private streamKey(ref: ChannelRef): string {
-    return `${this.prefix}ch:${ref.tenantId}:${ref.channel}`;
+    return `${this.prefix}ch:{${ref.tenantId}:${ref.channel}}`;
   }
 
   private channelName(ref: ChannelRef): string {

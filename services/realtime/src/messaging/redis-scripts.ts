@@ -1,7 +1,9 @@
 /**
  * The Redis driver's Lua scripts. Keys of one channel share the stream's
- * name as their stem (`…ch:<tenant>:<channel>`, `…/meta`, `…/idem/<key>`;
- * '/' occurs in no channel name or key), so they live and expire together.
+ * name as their stem (`…ch:{<tenant>:<channel>}`, `…/meta`, `…/idem/<key>`;
+ * '/' occurs in no channel name or key), so they live and expire together
+ * and, by the hash tag, share one Redis Cluster slot. The live PUBLISH names a
+ * channel, not a key: on a Cluster it reaches every node's subscribers.
  */
 
 /**

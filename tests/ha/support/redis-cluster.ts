@@ -1,0 +1,102 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort, ManagedProcess } from '../../support/processes';
+import { track } from '../../faults/support/backends';
+
+/**
+ * A private three-master Redis Cluster on loopback (no replicas): three
+ * `redis-server --cluster-enabled yes` processes, joined by `redis-cli
+ * --cluster create`. Stopped by their own PIDs; the data directory is removed.
+ */
+export class PrivateRedisCluster {
+  private constructor(
+    private readonly dir: string,
+    readonly ports: number[],
+    private readonly procs: ManagedProcess[],
+  ) {}
+
+  /** redis-cluster://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3 */
+  get url(): string {
+    return `redis-cluster://${this.ports.map((p) => `127.0.0.1:${p}`).join(',')}`;
+  }
+
+  static async start(masters = 3): Promise<PrivateRedisCluster> {
+    const dir = mkdtempSync(join(tmpdir(), 'relay-ha-cluster-'));
+    const ports: number[] = [];
+    const procs: ManagedProcess[] = [];
+    const cluster = new PrivateRedisCluster(dir, ports, procs);
+    try {
+      for (let i = 0; i < masters; i++) {
+        const [port, busPort] = [await freePort(), await freePort()];
+        ports.push(port);
+        const args = [
+          '--port', `${port}`, '--cluster-port', `${busPort}`, '--bind', '127.0.0.1', '--protected-mode', 'no',
+          '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000',
+          '--dir', dir, '--dbfilename', `dump-${port}.rdb`, '--save', '', '--appendonly', 'no',
+        ];
+        const p = track(new ManagedProcess(`redis-cluster-${i}`, 'redis-server', args, {}));
+        procs.push(p);
+        p.start();
+      }
+      await Promise.all(procs.map((p) => p.waitForOutput('Ready to accept connections', 15_000)));
+      await runCli(['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
+      await cluster.waitForState('ok', 20_000);
+      return cluster;
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+  }
+
+  /** Polls CLUSTER INFO on every node (bounded) until each reports `cluster_state:<state>` and all slots assigned. */
+  async waitForState(state: 'ok', timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const clients = this.ports.map((port) => new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, lazyConnect: true }));
+    try {
+      for (let round = 0; round < 400 && Date.now() < deadline; round++) {
+        const infos = await Promise.all(clients.map((c) => c.cluster('INFO').catch(() => '') as Promise<string>));
+        if (infos.every((i) => i.includes(`cluster_state:${state}`) && i.includes('cluster_slots_ok:16384'))) return;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`redis cluster not ${state} after ${timeoutMs} ms`);
+    } finally {
+      for (const c of clients) c.disconnect();
+    }
+  }
+
+  /** Deletes every key under `prefix` on every master (SCAN is per node on a Cluster). */
+  async deletePrefix(prefix: string): Promise<void> {
+    await Promise.all(this.ports.map(async (port) => {
+      const r = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+      try {
+        let cursor = '0';
+        for (let i = 0; i < 10_000; i++) {
+          const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+          // One key at a time: keys of one node may still be in several slots.
+          for (const k of keys) await r.unlink(k);
+          cursor = next;
+          if (cursor === '0') break;
+        }
+      } finally {
+        r.disconnect();
+      }
+    }));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.procs.map((p) => (p.running ? p.stop('SIGTERM', 5000) : Promise.resolve(null))));
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export function runCli(args: string[], timeoutMs = 30_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('redis-cli', args, { timeout: timeoutMs, env: { PATH: process.env.PATH ?? '', LC_ALL: 'C' } }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`redis-cli ${args.join(' ')} failed: ${err.message}\n${stdout}\n${stderr}`));
+      else resolve(stdout);
+    });
+  });
+}
