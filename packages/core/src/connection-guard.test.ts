@@ -113,7 +113,9 @@ describe('guardConnections', () => {
       maxConnections: 50,
       maxPerAddress: 5,
     });
-    expect(() => readConnectionLimits(new EnvReader({ MAX_CONNECTIONS: '10' }))).toThrow(/MAX_CONNECTIONS_PER_ADDRESS must not exceed MAX_CONNECTIONS/);
+    // Unset, the per-address default follows a smaller total; set above it, the process stops.
+    expect(readConnectionLimits(new EnvReader({ MAX_CONNECTIONS: '10' })).maxPerAddress).toBe(10);
+    expect(() => readConnectionLimits(new EnvReader({ MAX_CONNECTIONS: '10', MAX_CONNECTIONS_PER_ADDRESS: '11' }))).toThrow(/MAX_CONNECTIONS_PER_ADDRESS must not exceed MAX_CONNECTIONS/);
   });
 });
 

@@ -35,6 +35,8 @@ export function readConnectionLimits(r: EnvReader): ConnectionLimits {
     maxConnections: r.int('MAX_CONNECTIONS', DEFAULT_CONNECTION_LIMITS.maxConnections, 1, 10_000_000),
     maxPerAddress: r.int('MAX_CONNECTIONS_PER_ADDRESS', DEFAULT_CONNECTION_LIMITS.maxPerAddress, 1, 10_000_000),
   };
+  // Unset, the per-address default follows a smaller total; set, a contradiction stops the process.
+  if (r.raw('MAX_CONNECTIONS_PER_ADDRESS') === undefined) limits.maxPerAddress = Math.min(limits.maxPerAddress, limits.maxConnections);
   if (limits.maxPerAddress > limits.maxConnections) {
     throw new ConfigError('MAX_CONNECTIONS_PER_ADDRESS', `must not exceed MAX_CONNECTIONS (${limits.maxConnections})`);
   }

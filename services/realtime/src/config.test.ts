@@ -6,11 +6,19 @@ import { loadConfig } from './config';
 const base = { INTERNAL_TOKEN: 'int-9f2KqW7xLm3RbT8vNc5YhJ0dPe4sGa6u' };
 
 describe('loadConfig', () => {
+  it('limits per address when alone or when the operator says so, only the total behind the embedded gateway', () => {
+    const standalone = { ...base, REDIS_URL: 'redis://127.0.0.1:6379' };
+    expect(loadConfig(standalone, { standalone: true }).connectionLimits.maxPerAddress).toBe(1_000);
+    expect(loadConfig({ ...base, MAX_CONNECTIONS_PER_ADDRESS: '50' }, { standalone: false }).connectionLimits.maxPerAddress).toBe(50);
+    expect(loadConfig({ ...base, MAX_CONNECTIONS: '500' }, { standalone: false }).connectionLimits.maxPerAddress).toBe(500);
+  });
+
   it('applies the documented defaults', () => {
     expect(loadConfig(base, { standalone: false })).toEqual({
       port: 8081,
       host: '127.0.0.1',
-      connectionLimits: { firstByteTimeoutMs: 10_000, maxConnections: 19_000, maxPerAddress: 1_000 },
+      // Embedded: behind the in-process gateway, whose WebSockets all come from one address.
+      connectionLimits: { firstByteTimeoutMs: 10_000, maxConnections: 19_000, maxPerAddress: 19_000 },
       verifierAddr: '127.0.0.1:50051',
       tenantFeed: { registryAddr: '127.0.0.1:50052', leaseMs: 2000 },
       internalToken: base.INTERNAL_TOKEN,

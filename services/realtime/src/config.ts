@@ -55,7 +55,7 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
   return Object.freeze({
     port: r.port('REALTIME_PORT', DEFAULT_PORTS.REALTIME_PORT),
     host: r.bindHost('REALTIME_HOST'),
-    connectionLimits: Object.freeze(readConnectionLimits(r)),
+    connectionLimits: Object.freeze(realtimeConnectionLimits(r, env, opts.standalone)),
     verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),
     tenantFeed: Object.freeze(readTenantFeedConfig(r)),
     internalToken: r.credential('INTERNAL_TOKEN'),
@@ -77,4 +77,16 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
     tracing: Object.freeze(readTracingConfig(r)),
     logLevel: r.logLevel(),
   });
+}
+
+/**
+ * In the embedded default (one process) realtime sits behind the gateway,
+ * whose proxied WebSockets all come from one loopback address: unless the
+ * operator set MAX_CONNECTIONS_PER_ADDRESS, the gateway limits per client
+ * and realtime only caps the total. Alone, realtime applies both as set.
+ */
+function realtimeConnectionLimits(r: EnvReader, env: Env, standalone: boolean): ConnectionLimits {
+  const limits = readConnectionLimits(r);
+  if (standalone || env.MAX_CONNECTIONS_PER_ADDRESS !== undefined) return limits;
+  return { ...limits, maxPerAddress: limits.maxConnections };
 }
