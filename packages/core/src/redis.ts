@@ -144,14 +144,22 @@ export const REPLICA_WAIT_MS = 250;
  * For writes we acknowledge to a client (a publish) or that a revocation
  * depends on (the key cache's floor), WAIT until the replica has it. Resolves
  * to the replicas that acknowledged (0 after REPLICA_WAIT_MS without one: the
- * write stands, without the failover guarantee); undefined outside Sentinel
+ * write stands, without the failover guarantee, and for the next second
+ * writes do not wait); undefined outside Sentinel
  * mode (one server has nothing to fail over to; on a Cluster, WAIT would
  * reach a random node, so it is not used there).
  */
 export async function waitForReplica(client: Redis): Promise<number | undefined> {
   if (isCluster(client) || !client.options.sentinels) return undefined;
-  return (await client.call('WAIT', 1, REPLICA_WAIT_MS)) as number;
+  // WAIT blocks the connection: without a replica (the old master not yet back
+  // after a failover), one WAIT a second, not one per write.
+  if ((unreplicatedUntil.get(client) ?? 0) > Date.now()) return 0;
+  const replicas = (await client.call('WAIT', 1, REPLICA_WAIT_MS)) as number;
+  if (replicas === 0) unreplicatedUntil.set(client, Date.now() + 1000);
+  return replicas;
 }
+
+const unreplicatedUntil = new WeakMap<Redis, number>();
 
 /** Resolves once the client is ready; rejects after `ms`. */
 export function redisReady(client: Redis, ms = 5000): Promise<void> {

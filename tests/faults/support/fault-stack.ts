@@ -11,6 +11,8 @@ export interface FaultStackOptions {
   leaseMs?: number;
   /** The registry's PROPAGATION_TIMEOUT_MS (default 3000). */
   propagationTimeoutMs?: number;
+  /** REDIS_URL of every service, read at boot (default: the stack's own private Redis), e.g. a Sentinel group's URL. */
+  redisUrl?: () => string;
 }
 
 export interface AdminResult {
@@ -54,7 +56,10 @@ export class FaultStack {
   ) {
     this.leaseMs = opts.leaseMs ?? 2000;
     this.propagationTimeoutMs = opts.propagationTimeoutMs ?? 3000;
+    this.redisUrl = opts.redisUrl;
   }
+
+  private readonly redisUrl: (() => string) | undefined;
 
   static async start(opts: FaultStackOptions = {}): Promise<FaultStack> {
     const [redis, postgres] = await Promise.all([PrivateRedis.start(opts.redis), PrivatePostgres.start()]);
@@ -79,7 +84,7 @@ export class FaultStack {
     };
     const registryGrpc = `127.0.0.1:${ports.registryGrpc}`;
     const common = {
-      REDIS_URL: this.redis.url,
+      REDIS_URL: this.redisUrl?.() ?? this.redis.url,
       REDIS_PREFIX: 'relay:',
       ADMIN_TOKEN: this.adminToken,
       INTERNAL_TOKEN: this.internalToken,
