@@ -16,6 +16,21 @@ describe('error responses', () => {
     expect(await res.json()).toEqual({ errors: ['upgrade_required'] });
   });
 
+  it('every 503 says when to retry: one second unless the caller set Retry-After', async () => {
+    let extra: Record<string, string> = {};
+    server = createServer((_req, res) => sendError(res, 'auth_unavailable', extra));
+    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const first = await fetch(url);
+    expect([first.status, first.headers.get('retry-after')]).toEqual([503, '1']);
+    expect(await first.json()).toEqual({ errors: ['auth_unavailable'] });
+    extra = { 'Retry-After': '7' };
+    expect((await fetch(url)).headers.get('retry-after')).toBe('7');
+    expect(rawErrorResponse('unavailable')).toContain('Retry-After: 1\r\n');
+    expect(rawErrorResponse('unavailable', 'retry-after: 3\r\n')).not.toContain('Retry-After: 1');
+    expect(rawErrorResponse('not_found')).not.toMatch(/retry-after/i);
+  });
+
   it('rawErrorResponse is a complete HTTP/1.1 answer that closes the connection', () => {
     const raw = rawErrorResponse('not_found', 'X-Test: 1\r\n');
     const [head, body] = raw.split('\r\n\r\n');

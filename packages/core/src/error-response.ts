@@ -22,7 +22,17 @@ export function sendError(res: ServerResponse, code: ErrorCode, headers: Record<
     return;
   }
   if (opts.closeIfUnread && res.req?.complete === false) res.setHeader('connection', 'close');
-  sendJson(res, httpStatusFor(code), errorBody(code), headers);
+  const status = httpStatusFor(code);
+  sendJson(res, status, errorBody(code), status === 503 ? withRetryAfter(headers) : headers);
+}
+
+/**
+ * Every 503 is retryable (a peer is restarting, failing over or out of
+ * capacity) and says when to try again: one second unless the caller knows
+ * better.
+ */
+function withRetryAfter(headers: Record<string, string>): Record<string, string> {
+  return Object.keys(headers).some((k) => k.toLowerCase() === 'retry-after') ? headers : { ...headers, 'retry-after': '1' };
 }
 
 /**
@@ -38,6 +48,7 @@ export function rawErrorResponse(code: ErrorCode, headerLines = ''): string {
     'Content-Type: application/json; charset=utf-8\r\n' +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
     headerLines +
+    (status === 503 && !/^retry-after:/im.test(headerLines) ? 'Retry-After: 1\r\n' : '') +
     'Connection: close\r\n\r\n' +
     body
   );
