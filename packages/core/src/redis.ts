@@ -33,7 +33,7 @@ export class RedisUrlError extends Error {
  */
 export function parseRedisUrl(url: string): RedisTopology {
   const m = /^(rediss?)(-sentinel|-cluster)?:\/\/(?:([^@/]*)@)?([^/?#]+)(\/[^?#]*)?$/.exec(url);
-  if (!m) throw new RedisUrlError('not a Redis URL');
+  if (!m) throw new RedisUrlError('is not a Redis URL');
   const [, scheme, mode, auth, hostList, path] = m;
   const tls = scheme === 'rediss';
   if (!mode) {
@@ -41,15 +41,15 @@ export function parseRedisUrl(url: string): RedisTopology {
     try {
       parsed = new URL(url);
     } catch {
-      throw new RedisUrlError('not a valid URL');
+      throw new RedisUrlError('is not a valid URL');
     }
-    if (!parsed.hostname) throw new RedisUrlError('no host');
+    if (!parsed.hostname) throw new RedisUrlError('has no host');
     return { kind: 'single', url };
   }
   const hosts = hostList!.split(',').map((h, i) => {
     const hm = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.\-_]+):(\d{1,5})$/.exec(h);
     const port = hm ? Number(hm[2]) : 0;
-    if (!hm || port < 1 || port > 65535) throw new RedisUrlError(`node ${i + 1} of the list is not host:port`);
+    if (!hm || port < 1 || port > 65535) throw new RedisUrlError(`lists a node (number ${i + 1}) that is not host:port`);
     return { host: hm[1]!.replace(/^\[|\]$/g, ''), port };
   });
   let username: string | undefined;
@@ -61,12 +61,12 @@ export function parseRedisUrl(url: string): RedisTopology {
   }
   const segments = (path ?? '').split('/').filter((s) => s !== '');
   if (mode === '-cluster') {
-    if (segments.length > 0) throw new RedisUrlError('a Cluster URL has no path (Redis Cluster has database 0 only)');
+    if (segments.length > 0) throw new RedisUrlError('has a path, which a Cluster URL cannot have (Redis Cluster has database 0 only)');
     return { kind: 'cluster', nodes: hosts, tls, username, password };
   }
   const [name, db = '0', ...rest] = segments;
-  if (!name || !/^[A-Za-z0-9._-]+$/.test(name)) throw new RedisUrlError('a Sentinel URL ends with /<master name>');
-  if (rest.length > 0 || !/^\d{1,2}$/.test(db)) throw new RedisUrlError('the Sentinel database must be a number');
+  if (!name || !/^[A-Za-z0-9._-]+$/.test(name)) throw new RedisUrlError('does not end with /<master name>, as a Sentinel URL must');
+  if (rest.length > 0 || !/^\d{1,2}$/.test(db)) throw new RedisUrlError('has a Sentinel database that is not a number');
   return { kind: 'sentinel', sentinels: hosts, name, db: Number(db), tls, username, password };
 }
 
