@@ -10,7 +10,8 @@ import { RedisTenantConnections } from '../../services/realtime/src/limits/redis
 import { tenantConnectionsContract } from '../../services/realtime/src/limits/tenant-connections.contract';
 import { describeMessageBusContract } from '../../services/realtime/src/messaging/message-bus-contract';
 import { RedisMessageBus } from '../../services/realtime/src/messaging/redis-message-bus';
-import { presenceStoreContract } from '../../services/realtime/src/presence/presence-store.contract';
+import { presenceStoreContract, recordEvents } from '../../services/realtime/src/presence/presence-store.contract';
+import { sweepIntervalMs } from '../../services/realtime/src/presence/presence-store';
 import { RedisPresenceStore } from '../../services/realtime/src/presence/redis-presence-store';
 import { ManualScheduler } from '../../services/realtime/src/realtime/scheduler';
 import { PrivateRedisCluster } from './support/redis-cluster';
@@ -130,6 +131,46 @@ presenceStoreContract('redis cluster (two instances)', {
     };
     return { a: await instance(), b: await instance(), distinct: true };
   },
+});
+
+describe('RedisPresenceStore on a Redis Cluster: an instance swept while alive', () => {
+  it('writes its members on channels in different slots again under a new id', async () => {
+    const TTL = 9000;
+    const p = prefix('presence-swept');
+    const opts = { enableOfflineQueue: true, maxRetriesPerRequest: null };
+    const make = async (scheduler: ManualScheduler) => {
+      const s = new RedisPresenceStore({ redis: await client(opts), subscriber: await client(opts), prefix: p, ttlMs: TTL, scheduler, logger });
+      closers.push(() => s.close());
+      await s.tick();
+      return s;
+    };
+    const clock = new ManualScheduler(Date.now());
+    const stalledClock = new ManualScheduler(clock.now());
+    const stalled = await make(stalledClock);
+    const live = await make(clock);
+    const tenant = randomUUID();
+    const refs = Array.from({ length: 6 }, (_, i) => ({ tenantId: tenant, channel: `presence:room-${i}` }));
+    const probe = await client();
+    const slots = new Set(await Promise.all(refs.map((r) => probe.cluster('KEYSLOT', `{${r.tenantId}:${r.channel}}`))));
+    expect(slots.size).toBeGreaterThan(1);
+    const u = randomUUID();
+    const seen = await Promise.all(refs.map((r) => recordEvents(live, r)));
+    for (const [i, r] of refs.entries()) await stalled.join(r, `c${i}`, u, undefined);
+    await Promise.all(seen.map((x) => x.upTo(1)));
+    const oldId = stalled.id;
+    clock.advance(sweepIntervalMs(TTL));
+    await live.tick();
+    clock.advance(TTL);
+    await live.tick();
+    await Promise.all(seen.map((x) => x.upTo(2)));
+    stalledClock.set(clock.now());
+    await stalled.tick();
+    expect(stalled.id).not.toBe(oldId);
+    const third = await Promise.all(seen.map(async (x) => (await x.upTo(3))[2]));
+    expect(third).toEqual(refs.map(() => ({ type: 'join', userId: u })));
+    for (const r of refs) expect(await live.members(r)).toEqual([{ userId: u }]);
+    for (const x of seen) x.stop();
+  });
 });
 
 describe('rate limits and the verifier key cache on a Redis Cluster', () => {

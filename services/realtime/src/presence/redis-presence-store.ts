@@ -7,8 +7,6 @@ import { sweepIntervalMs } from './presence-store';
 import { channelKey, membershipKey, parseEvent, PresenceKeys, refOf } from './redis-presence-keys';
 import { definePresenceCommands, type PresenceCommands } from './redis-presence-scripts';
 
-type Pipeline = ReturnType<Redis['pipeline']> & Pick<PresenceCommands, 'relayPresenceBeat' | 'relayPresenceJoin'>;
-
 export interface RedisPresenceStoreOptions {
   /** Commands and scripts. */
   redis: Redis;
@@ -225,7 +223,7 @@ export class RedisPresenceStore implements PresenceStore {
 
   /**
    * Announces this instance. A fresh id also gets every membership written
-   * (in one pipeline, issued at once, so later leaves follow it in order).
+   * (issued at once, so later leaves follow it in order).
    */
   private async beat(): Promise<void> {
     if (this.closed) return;
@@ -239,15 +237,15 @@ export class RedisPresenceStore implements PresenceStore {
       if (this.instanceId === id) this.renew();
     }
     const fresh = this.instanceId;
-    const p = this.redis.pipeline() as Pipeline;
-    void p.relayPresenceBeat(this.k.instances, fresh, now, '1');
-    for (const k of this.perChannel.keys()) void p.sadd(this.k.instance(fresh), k);
+    // Issued back to back, not as a pipeline: on a Redis Cluster the channels'
+    // keys are in different slots, and a pipeline must stay on one node. Each
+    // node's connection still runs them in order, before any later leave.
+    const writes: Promise<unknown>[] = [this.redis.relayPresenceBeat(this.k.instances, fresh, now, '1')];
+    for (const k of this.perChannel.keys()) writes.push(this.redis.sadd(this.k.instance(fresh), k));
     for (const m of this.memberships.values()) {
-      void p.relayPresenceJoin(...this.k.channel(m.ref, fresh), m.connId, m.userId, m.dataJson === undefined ? '0' : '1', m.dataJson ?? '', this.k.events(m.ref));
+      writes.push(this.redis.relayPresenceJoin(...this.k.channel(m.ref, fresh), m.connId, m.userId, m.dataJson === undefined ? '0' : '1', m.dataJson ?? '', this.k.events(m.ref)));
     }
-    const results = (await withTimeout(p.exec(), this.deadlineMs)) ?? [];
-    const failed = results.find(([e]) => e);
-    if (failed) throw failed[0]!;
+    await withTimeout(Promise.all(writes), this.deadlineMs);
     if (this.instanceId === fresh) this.fresh = false;
   }
 
