@@ -92,6 +92,21 @@ export class PrivateSentinelGroup {
     return node;
   }
 
+  /**
+   * Starts a data node that was killed again; the sentinels turn it into a
+   * replica of the current master. Resolves once it has synced (bounded).
+   */
+  async rejoin(node: { port: number; proc: ManagedProcess }, timeoutMs = 30_000): Promise<void> {
+    const seen = (node.proc.logs.match(/MASTER <-> REPLICA sync: Finished with success/g) ?? []).length;
+    node.proc.start();
+    const deadline = Date.now() + timeoutMs;
+    for (let i = 0; i < 1000 && Date.now() < deadline; i++) {
+      if ((node.proc.logs.match(/MASTER <-> REPLICA sync: Finished with success/g) ?? []).length > seen) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`redis on ${node.port} did not sync as a replica within ${timeoutMs} ms\n${node.proc.logs.slice(-1500)}`);
+  }
+
   async stop(): Promise<void> {
     await Promise.all([...this.sentinels, ...this.data].map((n) => (n.proc.running ? n.proc.stop('SIGTERM', 5000) : Promise.resolve(null))));
     rmSync(this.dir, { recursive: true, force: true });
