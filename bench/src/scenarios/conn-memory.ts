@@ -1,4 +1,5 @@
-import { makeRow } from '../lib/result-schema';
+import { startPeer } from '../lib/peers';
+import { failedRow, makeRow } from '../lib/result-schema';
 import { summarize } from '../lib/stats';
 import { sleep, withWorkers, type Scenario } from '../lib/scenario';
 import type { TenantKey } from '../lib/tokens';
@@ -6,6 +7,7 @@ import type { WorkerHandle } from '../lib/workers';
 import type { Level, Variant } from '../lib/ws-protocols';
 
 const ROW = { name: 'conn_memory_ratio', unit: 'KiB/conn', baselineName: 'bare ws server', target: 0.6 };
+const NATS = { name: 'conn_memory_vs_nats', unit: 'KiB/conn', baselineName: 'nats-server over WebSocket', target: 1.0 };
 const CLIENT_PROCESSES = 2;
 const WARM_CONNECTIONS = 50;
 const median = (xs: number[]): string => summarize(xs).median.toFixed(1);
@@ -13,10 +15,12 @@ const median = (xs: number[]): string => summarize(xs).median.toFixed(1);
 /**
  * RSS per idle connection of a fresh server process of its own (after full
  * GCs before and after), so the figure is that server's alone: the bare ws
- * server vs our realtime with authenticated connections.
+ * server vs our realtime with authenticated connections, and a fresh
+ * nats-server per run (its connections CONNECTed and PONGed, RSS of the Go
+ * process as it stands: there is no full GC to force from outside).
  */
 export const connMemory: Scenario = {
-  rows: [ROW],
+  rows: [ROW, NATS],
   run: (ctx) =>
     withWorkers(async (spawn) => {
       const { budget, stack } = ctx;
@@ -40,13 +44,26 @@ export const connMemory: Scenario = {
         await sleep(1000);
         const after = await server.call<NodeJS.MemoryUsage>('gc-memory');
         await close('idle');
-        heap[variant === 'relay' ? 'ours' : 'bare'].push((after.heapUsed - before.heapUsed) / n / 1024);
+        if (variant === 'relay' || variant === 'ws') heap[variant === 'relay' ? 'ours' : 'bare'].push((after.heapUsed - before.heapUsed) / n / 1024);
         return (after.rss - before.rss) / n / 1024;
       };
 
       const ours: number[] = [];
       const bare: number[] = [];
+      const nats: number[] = [];
+      let natsMissing: string | undefined;
+      let natsVersion = '';
       for (let round = 0; round < budget.runs; round++) {
+        const peer = await startPeer(spawn, 'nats');
+        if (typeof peer === 'string') natsMissing = peer;
+        else {
+          natsVersion = peer.version;
+          try {
+            nats.push(await measure('nats', peer.worker, peer.base, 'ready'));
+          } finally {
+            await peer.worker.stop();
+          }
+        }
         const ws = await spawn('ws-baseline', { label: 'ws-baseline', nodeFlags: ['--expose-gc'] });
         const { port } = await ws.call<{ port: number }>('start');
         bare.push(await measure('ws', ws, `ws://127.0.0.1:${port}`, 'open'));
@@ -58,6 +75,11 @@ export const connMemory: Scenario = {
           await rt.worker.stop();
         }
       }
-      return [makeRow({ ...ROW, ours, baseline: bare, lowerIsBetter: true, quick: budget.quick, note: `${total} idle connections, fresh server process per run, RSS after full GCs; of which V8 heap: ours ${median(heap.ours)} KiB/conn, bare ws ${median(heap.bare)} KiB/conn` })];
+      return [
+        makeRow({ ...ROW, ours, baseline: bare, lowerIsBetter: true, quick: budget.quick, note: `${total} idle connections, fresh server process per run, RSS after full GCs; of which V8 heap: ours ${median(heap.ours)} KiB/conn, bare ws ${median(heap.bare)} KiB/conn` }),
+        natsMissing
+          ? failedRow(NATS.name, NATS.unit, NATS.baselineName, NATS.target, natsMissing)
+          : makeRow({ ...NATS, baselineName: `nats-server ${natsVersion} over WebSocket`, ours, baseline: nats, lowerIsBetter: true, quick: budget.quick, note: `${total} idle connections, fresh server process per run; ratio = nats KiB/conn ÷ ours (higher is better); nats: RSS as it stands (no GC forced), connections after CONNECT + PING/PONG` }),
+      ];
     }),
 };

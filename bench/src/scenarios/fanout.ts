@@ -1,4 +1,5 @@
-import { makeRow } from '../lib/result-schema';
+import { startPeer } from '../lib/peers';
+import { failedRow, makeRow, type Row } from '../lib/result-schema';
 import { rotate, sleep, withWorkers, type Scenario } from '../lib/scenario';
 import type { TenantKey } from '../lib/tokens';
 import { watchCpu, type WorkerHandle } from '../lib/workers';
@@ -6,6 +7,8 @@ import type { Variant } from '../lib/ws-protocols';
 
 const FANOUT = { name: 'fanout_ratio', unit: 'msgs/s', baselineName: 'bare ws send loop', target: 1.0 };
 const SOCKETIO = { name: 'fanout_vs_socketio', unit: 'msgs/s', baselineName: 'socket.io room broadcast', target: 2.0 };
+const NATS = { name: 'fanout_vs_nats', unit: 'msgs/s', baselineName: 'nats-server over WebSocket', target: 1.0 };
+const MOSQUITTO = { name: 'fanout_vs_mosquitto', unit: 'msgs/s', baselineName: 'mosquitto over WebSocket (MQTT QoS 0)', target: 1.0 };
 const CLIENT_PROCESSES = 2;
 const MESSAGE_BYTES = 100;
 /** Messages the publisher may have sent but not yet seen delivered back to itself. */
@@ -16,6 +19,7 @@ interface Target {
   base: string;
   server: WorkerHandle;
   key?: TenantKey;
+  topic: string;
 }
 
 interface Count {
@@ -28,9 +32,12 @@ interface Count {
  * Delivered messages/s to N subscribers of one channel. The subscribers live
  * in two client processes, the publisher in a third; it publishes 100-byte
  * messages as fast as delivery allows (a bounded window of its own echoes).
+ * The peers (nats-server, mosquitto) are real servers started on loopback,
+ * driven by the same client processes; their clients count deliveries by
+ * protocol headers, since they pack several messages into one frame.
  */
 export const fanout: Scenario = {
-  rows: [FANOUT, SOCKETIO],
+  rows: [FANOUT, SOCKETIO, NATS, MOSQUITTO],
   run: (ctx) =>
     withWorkers(async (spawn) => {
       const { budget, stack } = ctx;
@@ -42,28 +49,32 @@ export const fanout: Scenario = {
       ]);
       const wsPort = (await wsServer.call<{ port: number }>('start')).port;
       const sioPort = (await sioServer.call<{ port: number }>('start')).port;
-      const targets: Record<Variant, Target> = {
-        relay: { variant: 'relay', base: stack.realtimeWs, server: stack.workers.realtime, key: stack.key },
-        ws: { variant: 'ws', base: `ws://127.0.0.1:${wsPort}`, server: wsServer },
-        socketio: { variant: 'socketio', base: `ws://127.0.0.1:${sioPort}`, server: sioServer },
-      };
+      const [nats, mosquitto] = await Promise.all([startPeer(spawn, 'nats'), startPeer(spawn, 'mosquitto')]);
       const topic = `tenants/${stack.key.tenantId}/channels/bench-fanout`;
+      const targets: Partial<Record<Variant, Target>> = {
+        relay: { variant: 'relay', base: stack.realtimeWs, server: stack.workers.realtime, key: stack.key, topic },
+        ws: { variant: 'ws', base: `ws://127.0.0.1:${wsPort}`, server: wsServer, topic },
+        socketio: { variant: 'socketio', base: `ws://127.0.0.1:${sioPort}`, server: sioServer, topic },
+      };
+      if (typeof nats !== 'string') targets.nats = { variant: 'nats', base: nats.base, server: nats.worker, topic: 'bench/fanout' };
+      if (typeof mosquitto !== 'string') targets.mqtt = { variant: 'mqtt', base: mosquitto.base, server: mosquitto.worker, topic: 'bench/fanout' };
+      const variants = Object.keys(targets) as Variant[];
       const per = Math.ceil(budget.subscribers / CLIENT_PROCESSES);
       for (const t of Object.values(targets)) {
         const opened = await Promise.all(
-          clients.map((c) => c.call<{ opened: number; firstError?: string }>('open', { group: t.variant, variant: t.variant, base: t.base, count: per, concurrency: 25, level: 'subscribed', topic, key: t.key })),
+          clients.map((c) => c.call<{ opened: number; firstError?: string }>('open', { group: t.variant, variant: t.variant, base: t.base, count: per, concurrency: 25, level: 'subscribed', topic: t.topic, key: t.key })),
         );
         const total = opened.reduce((s, o) => s + o.opened, 0);
         if (total < per * CLIENT_PROCESSES) throw new Error(`${t.variant}: only ${total} subscribers connected (${opened.find((o) => o.firstError)?.firstError})`);
       }
       const countsOf = (variant: Variant) => Promise.all(clients.map((c) => c.call<Count>('count', { group: variant })));
 
-      const figures: Record<Variant, number[]> = { relay: [], ws: [], socketio: [] };
+      const figures: Record<Variant, number[]> = { relay: [], ws: [], socketio: [], nats: [], mqtt: [] };
       const busiestOf: Partial<Record<Variant, string>> = {};
       for (let round = 0; round < budget.runs; round++) {
-        for (const variant of rotate(['relay', 'ws', 'socketio'] as const, round)) {
-          const t = targets[variant];
-          await publisher.call('publishStart', { group: variant, variant, base: t.base, topic, window: WINDOW, bytes: MESSAGE_BYTES, key: t.key });
+        for (const variant of rotate(variants, round)) {
+          const t = targets[variant]!;
+          await publisher.call('publishStart', { group: variant, variant, base: t.base, topic: t.topic, window: WINDOW, bytes: MESSAGE_BYTES, key: t.key });
           await sleep((round === 0 ? budget.warmupSeconds : 0.5) * 1000);
           const cpu = await watchCpu([t.server, ...clients, publisher]);
           const before = await countsOf(variant);
@@ -77,14 +88,20 @@ export const fanout: Scenario = {
         }
       }
       const dropped: string[] = [];
-      for (const variant of ['relay', 'ws', 'socketio'] as const) {
+      for (const variant of variants) {
         const open = (await countsOf(variant)).reduce((s, c) => s + c.open, 0);
         if (open < per * CLIENT_PROCESSES) dropped.push(`${variant} dropped ${per * CLIENT_PROCESSES - open} subscribers`);
       }
       const note = [`${per * CLIENT_PROCESSES} subscribers in ${CLIENT_PROCESSES} processes, ${MESSAGE_BYTES}-byte data, window ${WINDOW}`, ...dropped].join('; ');
+      const peerRow = (row: typeof NATS, variant: Variant, peer: typeof nats): Row =>
+        typeof peer === 'string'
+          ? failedRow(row.name, row.unit, row.baselineName, row.target, peer)
+          : makeRow({ ...row, baselineName: row.baselineName.replace(/^(\S+)/, `$1 ${peer.version}`), ours: figures.relay, baseline: figures[variant], quick: budget.quick, limitedBy: busiestOf.relay, baselineLimitedBy: busiestOf[variant], note });
       return [
         makeRow({ ...FANOUT, ours: figures.relay, baseline: figures.ws, quick: budget.quick, limitedBy: busiestOf.relay, baselineLimitedBy: busiestOf.ws, note }),
         makeRow({ ...SOCKETIO, ours: figures.relay, baseline: figures.socketio, quick: budget.quick, limitedBy: busiestOf.relay, baselineLimitedBy: busiestOf.socketio, note }),
+        peerRow(NATS, 'nats', nats),
+        peerRow(MOSQUITTO, 'mqtt', mosquitto),
       ];
     }),
 };

@@ -42,7 +42,7 @@ function groupOf(name: string, variant: Variant): Group {
 
 async function openOne(g: Group, args: OpenArgs, token: string | undefined): Promise<void> {
   const proto = PROTOCOLS[args.variant];
-  const ws = new WebSocket(proto.url(args.base), { headers: proto.headers(token), perMessageDeflate: false });
+  const ws = new WebSocket(proto.url(args.base), proto.protocols ?? [], { headers: proto.headers(token), perMessageDeflate: false });
   ws.on('error', () => {});
   ws.on('close', (code) => g.closes.push({ at: wallNow(), code }));
   try {
@@ -52,6 +52,15 @@ async function openOne(g: Group, args: OpenArgs, token: string | undefined): Pro
     throw err;
   }
   // Delivered messages are counted, not parsed: the client side stays cheap.
+  // Peers that pack several messages into one frame count them by their headers.
+  const counter = proto.counter?.(ws);
+  if (counter) {
+    ws.on('message', (data: Buffer) => {
+      g.delivered += counter(data);
+    });
+    g.sockets.push(ws);
+    return;
+  }
   ws.on('message', (data: Buffer) => {
     if (args.variant === 'socketio') {
       if (data.length === 1 && proto.keepalive(ws, data.toString())) return;
@@ -123,7 +132,7 @@ const publishers = new Map<string, Publisher>();
 async function publishStart(args: { group: string; variant: Variant; base: string; topic: string; window: number; bytes: number; key?: TenantKey }) {
   const proto = PROTOCOLS[args.variant];
   const token = args.key ? signTokens(args.key, 1)[0] : undefined;
-  const ws = new WebSocket(proto.url(args.base), { headers: proto.headers(token), perMessageDeflate: false });
+  const ws = new WebSocket(proto.url(args.base), proto.protocols ?? [], { headers: proto.headers(token), perMessageDeflate: false });
   ws.on('error', () => {});
   await proto.handshake(ws, 'subscribed', args.topic);
   const p: Publisher = { ws, running: true, sent: 0, echoed: 0 };
@@ -137,7 +146,13 @@ async function publishStart(args: { group: string; variant: Variant; base: strin
       p.sent += 1;
     }
   };
+  const counter = proto.counter?.(ws);
   ws.on('message', (data: Buffer) => {
+    if (counter) {
+      p.echoed += counter(data);
+      pump();
+      return;
+    }
     const text = data.toString();
     if (proto.keepalive(ws, text)) return;
     if (proto.isMessage(text)) {
