@@ -161,6 +161,42 @@ export async function waitForReplica(client: Redis): Promise<number | undefined>
 
 const unreplicatedUntil = new WeakMap<Redis, number>();
 
+/**
+ * On a Cluster, ioredis keeps pub/sub on one node's connection and, when that
+ * node goes away, moves it to another node and subscribes again there, but
+ * the Cluster emits nothing: what was published meanwhile is missed without
+ * anyone knowing. This watches ioredis's subscriber connection (an internal
+ * field, checked every `everyMs`): `lost` when the connection in use closes,
+ * `moved` once a replacement is ready, so the caller can hold live messages
+ * from the loss and refill from its streams. No-op off a Cluster (there the
+ * client's own 'close' and 'ready' tell the same story).
+ */
+export function watchClusterSubscriber(client: Redis, on: { lost(): void; moved(): void }, everyMs = 200): () => void {
+  if (!isCluster(client)) return () => {};
+  const holder = client as unknown as { subscriber?: { getInstance(): Redis | null } };
+  let current: Redis | null = null;
+  let hadOne = false;
+  const look = () => {
+    const now = holder.subscriber?.getInstance() ?? null;
+    if (now === current) return;
+    current = now;
+    if (now === null) return;
+    now.once('close', () => {
+      if (current === now) on.lost();
+    });
+    const moved = hadOne;
+    hadOne = true;
+    if (!moved) return;
+    on.lost();
+    if (now.status === 'ready') on.moved();
+    else now.once('ready', () => on.moved());
+  };
+  look();
+  const timer = setInterval(look, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
 /** Resolves once the client is ready; rejects after `ms`. */
 export function redisReady(client: Redis, ms = 5000): Promise<void> {
   if (client.status === 'ready') return Promise.resolve();

@@ -23,7 +23,28 @@ export class PrivateRedisCluster {
     return `redis-cluster://${this.ports.map((p) => `127.0.0.1:${p}`).join(',')}`;
   }
 
-  static async start(masters = 3): Promise<PrivateRedisCluster> {
+  /** SIGKILL one node by its PID (as a crash would); resolves once it is gone. */
+  async kill(port: number): Promise<void> {
+    const i = this.ports.indexOf(port);
+    if (i < 0) throw new Error(`no node on ${port}`);
+    await this.procs[i]!.stop('SIGKILL');
+  }
+
+  /** The port of the master that serves `key`'s slot. */
+  async nodeOf(key: string): Promise<number> {
+    const r = new Redis({ port: this.ports[0]!, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+    try {
+      const slot = await r.cluster('KEYSLOT', key);
+      const ranges = await r.cluster('SLOTS');
+      const hit = ranges.find(([from, to]) => slot >= from && slot <= to);
+      if (!hit?.[2]) throw new Error(`slot ${slot} is served by no node`);
+      return hit[2][1];
+    } finally {
+      r.disconnect();
+    }
+  }
+
+  static async start(masters = 3, extraArgs: string[] = []): Promise<PrivateRedisCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'relay-ha-cluster-'));
     const ports: number[] = [];
     const procs: ManagedProcess[] = [];
@@ -36,6 +57,7 @@ export class PrivateRedisCluster {
           '--port', `${port}`, '--cluster-port', `${busPort}`, '--bind', '127.0.0.1', '--protected-mode', 'no',
           '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000',
           '--dir', dir, '--dbfilename', `dump-${port}.rdb`, '--save', '', '--appendonly', 'no',
+          ...extraArgs,
         ];
         const p = track(new ManagedProcess(`redis-cluster-${i}`, 'redis-server', args, {}));
         procs.push(p);

@@ -1,4 +1,4 @@
-import { createRedis, RelayError, redisPing, redisReady, waitForReplica, type Logger, type Redis } from '@service-relay/core';
+import { createRedis, RelayError, redisPing, redisReady, waitForReplica, watchClusterSubscriber, type Logger, type Redis } from '@service-relay/core';
 import { isAfter, makeMessage, type ChannelRef, type Message, type MessageListener } from './message';
 import type { HistoryPage, HistoryQuery, MessageBus, PublishOptions } from './message-bus';
 import type { RetentionOptions } from './memory-message-bus';
@@ -16,6 +16,8 @@ interface Topic {
   last: Message | undefined;
   /** While refilling after a reconnect, live messages wait here. */
   parked: Message[] | undefined;
+  /** The last message delivered when the subscription was lost (Cluster), where the refill starts. */
+  resumeAfter?: string;
 }
 
 type PublishReply = [id: string, duplicate: 0 | 1, fields?: string[]];
@@ -82,7 +84,23 @@ export class RedisMessageBus implements MessageBus {
       for (const [channel, topic] of this.topics) void this.refill(channel, topic);
     });
     this.sub.on('message', (channel: string, payload: string) => this.onMessage(channel, payload));
+    // On a Cluster the subscriber connection can move to another node without a 'close' here.
+    this.stopWatch = watchClusterSubscriber(this.sub, {
+      lost: () => {
+        // Hold live messages from here: the next ones may arrive on the new connection before the refill reads the gap.
+        for (const topic of this.topics.values()) {
+          if (topic.parked) continue;
+          topic.parked = [];
+          topic.resumeAfter = topic.last?.id;
+        }
+      },
+      moved: () => {
+        for (const [channel, topic] of this.topics) void this.refill(channel, topic);
+      },
+    });
   }
+
+  private readonly stopWatch: () => void;
 
   async publish(ref: ChannelRef, userId: string, dataJson: string, opts: PublishOptions = {}): Promise<Message> {
     const stream = this.streamKey(ref);
@@ -149,6 +167,7 @@ export class RedisMessageBus implements MessageBus {
   }
 
   async close(): Promise<void> {
+    this.stopWatch();
     this.topics.clear();
     this.sub.disconnect();
     this.cmd.disconnect();
@@ -170,13 +189,15 @@ export class RedisMessageBus implements MessageBus {
    * pub/sub: read them from the stream, then release what arrived live.
    */
   private async refill(channel: string, topic: Topic): Promise<void> {
-    topic.parked = [];
+    topic.parked ??= [];
+    const resumeAfter = topic.resumeAfter;
+    topic.resumeAfter = undefined;
     try {
       // The re-SUBSCRIBE must be acknowledged before reading, or a message
       // published between the read and the subscription would be lost.
       await this.sub.subscribe(channel);
       await this.connected();
-      let after = topic.last?.id;
+      let after = resumeAfter ?? topic.last?.id;
       for (;;) {
         if (after === undefined) break;
         const { messages: page, recovery } = await this.history(topic.ref, { after, limit: REFILL_PAGE });
@@ -190,7 +211,7 @@ export class RedisMessageBus implements MessageBus {
     } catch (err) {
       this.logger.warn({ err }, 'could not refill a channel after reconnecting; messages may be missing');
     } finally {
-      const parked = topic.parked;
+      const parked = topic.parked ?? [];
       topic.parked = undefined;
       for (const m of parked) deliver(topic, m);
     }
