@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../services/realtime/src/messaging/message';
 import { RedisMessageBus } from '../../services/realtime/src/messaging/redis-message-bus';
+import { RedisTenantEventBus } from '../../packages/tenant-events/src/redis-tenant-event-bus';
 import { eventually } from '../faults/support/probes';
 import { PrivateRedisCluster } from './support/redis-cluster';
 
@@ -32,12 +33,14 @@ async function subscriberNode(cluster: PrivateRedisCluster, dead?: number): Prom
 describe('Redis Cluster: the node carrying the subscriptions is SIGKILLed', () => {
   let cluster: PrivateRedisCluster;
   const buses: RedisMessageBus[] = [];
+  const closers: Array<() => Promise<void>> = [];
+  const killed: number[] = [];
   beforeAll(async () => {
     // The other masters keep serving their slots while one is down (no replicas here).
     cluster = await PrivateRedisCluster.start(3, ['--cluster-require-full-coverage', 'no']);
   });
   afterAll(async () => {
-    await Promise.all(buses.map((b) => b.close()));
+    await Promise.all([...buses.map((b) => b.close()), ...closers.map((c) => c())]);
     await cluster?.stop();
   });
 
@@ -77,6 +80,7 @@ describe('Redis Cluster: the node carrying the subscriptions is SIGKILLed', () =
     await eventually('some traffic before the kill', async () => acked.length >= 20, 10_000, 10);
     const killedAt = Date.now();
     await cluster.kill(subNode!);
+    killed.push(subNode!);
     const ackedAtKill = acked.length;
     await eventually('publishes go on after the kill', async () => acked.length >= ackedAtKill + 50, 20_000, 20);
     stop = true;
@@ -91,6 +95,32 @@ describe('Redis Cluster: the node carrying the subscriptions is SIGKILLed', () =
     const ids = got.map((m) => m.id);
     expect(new Set(ids).size, 'no message delivered twice').toBe(ids.length);
     expect(ids).toEqual(acked);
+    await Promise.all([publisher.close(), subscriber.close()]);
     console.log(`[ha] cluster: subscriber node ${subNode} SIGKILLed; subscriptions moved to ${movedTo}; ${acked.length} acknowledged (${acked.length - ackedAtKill} after the kill), all delivered in order, ${Date.now() - killedAt} ms from the kill to the check`);
+  });
+
+  it('a tenant-event consumer is told to check now when its subscription moved to another node', async () => {
+    const prefix = `ha:events:${randomUUID().slice(0, 8)}:`;
+    const publisher = new RedisTenantEventBus(cluster.url, prefix, logger);
+    const consumer = new RedisTenantEventBus(cluster.url, prefix, logger);
+    closers.push(() => publisher.close(), () => consumer.close());
+    const notices: Array<number | undefined> = [];
+    consumer.onNotice((seq) => notices.push(seq));
+    expect(await consumer.ready()).toBe(true);
+    await eventually('a notice arrives', async () => {
+      await publisher.notify(1).catch(() => {});
+      return notices.includes(1);
+    }, 5000, 50);
+    const [subNode] = await eventually('the consumer subscription shows on one node', async () => {
+      const nodes = await subscriberNode(cluster, killed[0]);
+      return nodes.length === 1 ? nodes : undefined;
+    }, 10_000);
+    await cluster.kill(subNode!);
+    killed.push(subNode!);
+    await eventually('the consumer is told to check now (a notice without a sequence)', async () => notices.includes(undefined), 10_000, 20);
+    await eventually('notices flow again', async () => {
+      await publisher.notify(2).catch(() => {});
+      return notices.includes(2);
+    }, 10_000, 50);
   });
 });

@@ -1,4 +1,4 @@
-import { createRedis, redisPing, redisReady, withTimeout, type Logger, type Redis } from '@service-relay/core';
+import { createRedis, redisPing, redisReady, watchClusterSubscriber, withTimeout, type Logger, type Redis } from '@service-relay/core';
 import type { NoticeHandler, TenantEventBus } from './tenant-event-bus';
 
 /** A notice that Redis does not take within this is reported as not sent; the feed's polling covers it. */
@@ -36,7 +36,11 @@ export class RedisTenantEventBus implements TenantEventBus {
       const seq = Number(message);
       this.emit(Number.isSafeInteger(seq) && seq >= 0 ? seq : undefined);
     });
+    // On a Redis Cluster the subscription can move to another node without a 'ready' here: the same "check now".
+    this.stopWatch = watchClusterSubscriber(this.sub, { lost: () => {}, moved: () => this.emit(undefined) });
   }
+
+  private readonly stopWatch: () => void;
 
   async notify(seq: number): Promise<void> {
     await withTimeout(this.pub.publish(this.channel, String(seq)), NOTIFY_DEADLINE_MS);
@@ -64,6 +68,7 @@ export class RedisTenantEventBus implements TenantEventBus {
   }
 
   async close(): Promise<void> {
+    this.stopWatch();
     this.handlers.clear();
     this.sub.disconnect();
     this.pub.disconnect();
