@@ -83,7 +83,7 @@ const CLUSTER_KEYS = ['enableOfflineQueue', 'retryStrategy', 'lazyConnect'] as c
  * a reconnect), or a Cluster. A Cluster client is returned as `Redis`: it
  * has the same command, script, pipeline and pub/sub surface that our
  * drivers use; what differs (one slot per script or pipeline) is the key
- * layout's job (hash tags, docs/ARCHITECTURE.md "Redis keys").
+ * layout's job (hash tags: docs/OPERATIONS.md "Redis high availability").
  */
 export function createRedis(url: string, overrides: RedisOptions = {}): Redis {
   const options: RedisOptions = {
