@@ -15,6 +15,7 @@ import type { TopicHub } from '../realtime/topic-hub';
 import { CLOSE_TRY_AGAIN_LATER, CLOSE_UNAUTHORIZED } from './close-codes';
 import { parseClientFrame, replyFrame, type ClientFrame, type Ref } from './client-frame';
 import type { ConnectionRegistry, TrackedConnection } from './connection-registry';
+import { writeTextFrame } from './server-frame';
 import { Subscription, type SubscriptionPresence } from './subscription';
 
 const TEXT = { binary: false } as const;
@@ -168,7 +169,7 @@ export class Connection implements TrackedConnection {
   sendMessage(frame: Buffer | string): void {
     if (this.closeCode !== undefined) return;
     this.corkUntilNextTick();
-    this.ws.send(frame, TEXT);
+    if (typeof frame === 'string' || !writeTextFrame(this.ws, frame)) this.ws.send(frame, TEXT);
     if (this.ws.bufferedAmount > this.ctx.maxBufferedBytes) {
       this.ctx.logger.info({ tenant_id: this.identity.tenantId, buffered: this.ws.bufferedAmount }, 'dropping a slow consumer');
       this.close(CLOSE_TRY_AGAIN_LATER, 'slow consumer');
