@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { onHardExit, type StartOptions, type WorkerHandle } from './workers';
 
@@ -49,14 +49,15 @@ export interface RunningPeer {
 export async function startPeer(spawn: (name: string, opts?: StartOptions) => Promise<WorkerHandle>, peer: PeerName): Promise<RunningPeer | string> {
   if (!findPeer(peer)) return `peer missing: ${BINARY[peer]} is not installed (.ci/run installs it)`;
   const worker = await spawn('peer-host', { label: BINARY[peer] });
-  const { port, pid, version } = await worker.call<{ port: number; pid: number; version: string }>('start', { peer });
+  const { port, pid, version, dir } = await worker.call<{ port: number; pid: number; version: string; dir: string }>('start', { peer });
   // Only if that PID is still the peer started with our generated config (a PID can be reused).
   onHardExit(() => {
     try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('relay-bench-')) process.kill(pid, 'SIGKILL');
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dir)) process.kill(pid, 'SIGKILL');
     } catch {
       // already gone
     }
+    rmSync(dir, { recursive: true, force: true });
   });
   return { worker, base: `ws://127.0.0.1:${port}`, version };
 }

@@ -55,7 +55,7 @@ async function configFor(peer: PeerName, wsPort: number): Promise<string> {
   return ['per_listener_settings false', 'allow_anonymous true', 'persistence false', 'log_dest stderr', 'log_type error', `listener ${mqttPort} 127.0.0.1`, `listener ${wsPort} 127.0.0.1`, 'protocol websockets', ''].join('\n');
 }
 
-async function start({ peer }: { peer: PeerName }): Promise<{ port: number; pid: number; version: string }> {
+async function start({ peer }: { peer: PeerName }): Promise<{ port: number; pid: number; version: string; dir: string }> {
   const found = findPeer(peer);
   if (!found) throw new Error(`peer missing: ${peer === 'nats' ? 'nats-server' : 'mosquitto'} not installed`);
   dir = mkdtempSync(join(tmpdir(), `relay-bench-${peer}-`));
@@ -73,7 +73,7 @@ async function start({ peer }: { peer: PeerName }): Promise<{ port: number; pid:
     if (Date.now() > deadline) throw new Error(`${peer} not listening on ${port} after 10 s`);
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { port, pid: child.pid!, version: found.version };
+  return { port, pid: child.pid!, version: found.version, dir };
 }
 
 /** utime + stime of the peer, and its RSS, from /proc (Linux only). */
