@@ -14,7 +14,12 @@ const MIGRATION_LOCK_ID = 4_815_162_342;
  * Returns the names applied by this call.
  */
 export async function migrate(db: Db, dir: string = MIGRATIONS_DIR): Promise<string[]> {
-  await db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
+  // Under the lock too: CREATE TABLE IF NOT EXISTS is not safe against itself (two registries starting
+  // together on a fresh database: one failed with a duplicate key in pg_type, seen in the rolling-upgrade test).
+  await db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_ID]);
+    await tx.exec('CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
+  });
   const files = readdirSync(dir)
     .filter((f) => /^\d+_[a-z0-9_]+\.sql$/.test(f))
     .sort();
