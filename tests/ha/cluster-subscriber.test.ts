@@ -4,7 +4,6 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../services/realtime/src/messaging/message';
 import { RedisMessageBus } from '../../services/realtime/src/messaging/redis-message-bus';
-import { RedisTenantEventBus } from '../../packages/tenant-events/src/redis-tenant-event-bus';
 import { eventually } from '../faults/support/probes';
 import { PrivateRedisCluster } from './support/redis-cluster';
 
@@ -97,30 +96,5 @@ describe('Redis Cluster: the node carrying the subscriptions is SIGKILLed', () =
     expect(ids).toEqual(acked);
     await Promise.all([publisher.close(), subscriber.close()]);
     console.log(`[ha] cluster: subscriber node ${subNode} SIGKILLed; subscriptions moved to ${movedTo}; ${acked.length} acknowledged (${acked.length - ackedAtKill} after the kill), all delivered in order, ${Date.now() - killedAt} ms from the kill to the check`);
-  });
-
-  it('a tenant-event consumer is told to check now when its subscription moved to another node', async () => {
-    const prefix = `ha:events:${randomUUID().slice(0, 8)}:`;
-    const publisher = new RedisTenantEventBus(cluster.url, prefix, logger);
-    const consumer = new RedisTenantEventBus(cluster.url, prefix, logger);
-    closers.push(() => publisher.close(), () => consumer.close());
-    const notices: Array<number | undefined> = [];
-    consumer.onNotice((seq) => notices.push(seq));
-    expect(await consumer.ready()).toBe(true);
-    await eventually('a notice arrives', async () => {
-      await publisher.notify(1).catch(() => {});
-      return notices.includes(1);
-    }, 5000, 50);
-    const [subNode] = await eventually('the consumer subscription shows on one node', async () => {
-      const nodes = await subscriberNode(cluster, killed[0]);
-      return nodes.length === 1 ? nodes : undefined;
-    }, 10_000);
-    await cluster.kill(subNode!);
-    killed.push(subNode!);
-    await eventually('the consumer is told to check now (a notice without a sequence)', async () => notices.includes(undefined), 10_000, 20);
-    await eventually('notices flow again', async () => {
-      await publisher.notify(2).catch(() => {});
-      return notices.includes(2);
-    }, 10_000, 50);
   });
 });
