@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { signToken } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fetchSecret, type CreatedTenant } from './support/host';
+import { createTenantWithSecret, type CreatedTenant } from './support/host';
 import { startStack, type Stack } from './support/stack';
 import { TestSocket } from './support/ws-client';
 
@@ -15,11 +15,7 @@ describe('channel authorization across the whole stack', () => {
 
   beforeAll(async () => {
     stack = await startStack();
-    const r = await stack.admin('create-tenant');
-    expect(r.code, r.stderr).toBe(0);
-    tenant = JSON.parse(r.stdout) as CreatedTenant;
-    const res = await fetchSecret(stack.gatewayUrl, tenant.tenant_id, tenant.host_sync_client_id, tenant.host_sync_client_secret);
-    secret = ((await res.json()) as { jwt_secret_primary: string }).jwt_secret_primary;
+    ({ tenant, secret } = await createTenantWithSecret(stack));
   });
   afterAll(async () => {
     for (const s of sockets) s.close();

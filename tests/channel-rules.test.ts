@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { signToken } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fetchSecret, type CreatedTenant } from './support/host';
+import { createTenantWithSecret, type CreatedTenant } from './support/host';
 import { startStack, type Stack } from './support/stack';
 import { TestSocket } from './support/ws-client';
 
@@ -16,11 +16,7 @@ describe('channel rules across the whole stack', () => {
 
   beforeAll(async () => {
     stack = await startStack();
-    const r = await stack.admin('create-tenant');
-    expect(r.code, r.stderr).toBe(0);
-    tenant = JSON.parse(r.stdout) as CreatedTenant;
-    const res = await fetchSecret(stack.gatewayUrl, tenant.tenant_id, tenant.host_sync_client_id, tenant.host_sync_client_secret);
-    secret = ((await res.json()) as { jwt_secret_primary: string }).jwt_secret_primary;
+    ({ tenant, secret } = await createTenantWithSecret(stack));
   });
   afterAll(async () => {
     for (const s of sockets) s.close();
@@ -83,11 +79,7 @@ describe('channel rules across the whole stack', () => {
   });
 
   it('an instance that first sees a tenant after its rules were set asks the registry and gets them', async () => {
-    const r = await stack.admin('create-tenant');
-    expect(r.code, r.stderr).toBe(0);
-    const fresh = JSON.parse(r.stdout) as CreatedTenant;
-    const res = await fetchSecret(stack.gatewayUrl, fresh.tenant_id, fresh.host_sync_client_id, fresh.host_sync_client_secret);
-    const freshSecret = ((await res.json()) as { jwt_secret_primary: string }).jwt_secret_primary;
+    const { tenant: fresh, secret: freshSecret } = await createTenantWithSecret(stack);
     const set = await fetch(`${stack.registryUrl}/admin/tenants/${fresh.tenant_id}/channel_rules`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${stack.adminToken}`, 'content-type': 'application/json' },

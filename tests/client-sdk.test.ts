@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createRelayClient, type RelayClient } from '@service-relay/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { fetchSecret, signWithJose, type CreatedTenant } from './support/host';
+import { createTenantWithSecret, signWithJose, type CreatedTenant } from './support/host';
 import { startStack, type Stack } from './support/stack';
 import { TestSocket } from './support/ws-client';
 
@@ -19,11 +19,7 @@ describe('the client SDK against the whole stack, through the gateway', () => {
 
   beforeAll(async () => {
     stack = await startStack();
-    const created = await stack.admin('create-tenant');
-    expect(created.code, created.stderr).toBe(0);
-    tenant = JSON.parse(created.stdout) as CreatedTenant;
-    const res = await fetchSecret(stack.gatewayUrl, tenant.tenant_id, tenant.host_sync_client_id, tenant.host_sync_client_secret);
-    secret = ((await res.json()) as { jwt_secret_primary: string }).jwt_secret_primary;
+    ({ tenant, secret } = await createTenantWithSecret(stack));
   });
   afterAll(async () => {
     client?.close();

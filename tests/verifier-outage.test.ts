@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from './support/stack';
-import { fetchSecret, me, signWithJose, type CreatedTenant } from './support/host';
+import { createTenantWithSecret, me, signWithJose, type CreatedTenant } from './support/host';
 import { TestSocket } from './support/ws-client';
 
 /** Polls until `probe` is true: recovery is the services reconnecting on their own, there is no event to await. */
@@ -20,10 +20,7 @@ describe('auth fails closed while the verifier is down, and recovers on its own'
 
   beforeAll(async () => {
     stack = await startStack();
-    const r = await stack.admin('create-tenant');
-    tenant = JSON.parse(r.stdout) as CreatedTenant;
-    const res = await fetchSecret(stack.gatewayUrl, tenant.tenant_id, tenant.host_sync_client_id, tenant.host_sync_client_secret);
-    secret = ((await res.json()) as { jwt_secret_primary: string }).jwt_secret_primary;
+    ({ tenant, secret } = await createTenantWithSecret(stack));
   });
   afterAll(async () => {
     await stack?.stop();

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { SignJWT } from 'jose';
+import type { Stack } from './stack';
 
 export interface CreatedTenant {
   tenant_id: string;
@@ -50,4 +51,14 @@ export function signWithPyJwt(secret: string, tenantId: string, userId: string, 
 
 export async function me(gatewayUrl: string, token: string): Promise<Response> {
   return fetch(`${gatewayUrl}/api/v1/me`, { headers: { authorization: `Bearer ${token}` } });
+}
+
+/** A tenant made with the admin CLI, and its primary signing secret fetched through the gateway as a host would. */
+export async function createTenantWithSecret(stack: { admin: Stack['admin']; gatewayUrl: string }): Promise<{ tenant: CreatedTenant; secret: string }> {
+  const r = await stack.admin('create-tenant');
+  if (r.code !== 0) throw new Error(`create-tenant exited ${r.code}: ${r.stderr}`);
+  const tenant = JSON.parse(r.stdout) as CreatedTenant;
+  const res = await fetchSecret(stack.gatewayUrl, tenant.tenant_id, tenant.host_sync_client_id, tenant.host_sync_client_secret);
+  if (res.status !== 200) throw new Error(`secret fetch answered ${res.status}`);
+  return { tenant, secret: ((await res.json()) as { jwt_secret_primary: string }).jwt_secret_primary };
 }
