@@ -67,7 +67,8 @@ const HEADERS_TOO_LARGE = rawAnswer('headers_too_large', 'Request Header Fields 
 const BAD_REQUEST = rawAnswer('bad_request', 'Bad Request');
 
 const started = Symbol('request-started');
-type Tracked = Socket & { [started]?: boolean };
+const firstByteTimer = Symbol('first-byte-timer');
+type Tracked = Socket & { [started]?: boolean; [firstByteTimer]?: NodeJS.Timeout | undefined };
 
 /**
  * Caps and idle rules for a public HTTP listener (WebSocket upgrades included,
@@ -93,7 +94,11 @@ export function guardConnections(server: Server, limits: ConnectionLimits, logge
   server.headersTimeout = Math.min(server.headersTimeout, Math.max(limits.firstByteTimeoutMs, server.keepAliveTimeout + 1000));
 
   const markStarted = (req: IncomingMessage) => {
-    (req.socket as Tracked)[started] = true;
+    const socket = req.socket as Tracked;
+    socket[started] = true;
+    // Not kept for the socket's life: a WebSocket would otherwise hold it until it fires.
+    clearTimeout(socket[firstByteTimer]);
+    socket[firstByteTimer] = undefined;
   };
   server.prependListener('request', markStarted);
   server.prependListener('upgrade', markStarted);
@@ -124,8 +129,10 @@ export function guardConnections(server: Server, limits: ConnectionLimits, logge
       socket.destroy();
     }, limits.firstByteTimeoutMs);
     timer.unref();
-    socket.once('close', () => {
-      clearTimeout(timer);
+    socket[firstByteTimer] = timer;
+    // 'close' comes once; `on` spares the once-wrapper each open socket would keep.
+    socket.on('close', () => {
+      clearTimeout(socket[firstByteTimer]);
       open--;
       const n = (perAddress.get(address) ?? 1) - 1;
       if (n <= 0) perAddress.delete(address);

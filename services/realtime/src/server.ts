@@ -10,6 +10,7 @@ import { RegistryRulesClient } from './grpc/registry-rules-client';
 import { createRestHandler } from './http/rest-api';
 import { createServerApiHandler, SERVER_API_PREFIX, type PresenceLister } from './http/server-api';
 import { createTenantConnections } from './limits/create-tenant-connections';
+import type { TenantSlot } from './limits/tenant-connections';
 import { createMessageBus } from './messaging/create-message-bus';
 import type { MessageBus } from './messaging/message-bus';
 import { RealtimeMetrics } from './metrics';
@@ -85,6 +86,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const channelRules = new ChannelRulesCache({ source: rulesSource, feed, logger });
   const tenantConnections = createTenantConnections(config.redis, { limit: config.maxConnectionsPerTenant, scheduler, logger });
   const presence = new Presence(createPresenceStore(config.redis, { ttlMs: config.presenceTtlMs, scheduler, logger }), metrics, logger);
+  const connections = new Set<Connection>();
   const ctx: ConnectionContext = {
     hub,
     messages,
@@ -101,15 +103,13 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     // Nothing is acknowledged while this instance cannot prove it has every
     // tenant change: a publish of a tenant revoked meanwhile must not count.
     acceptingPublishes,
+    live: connections,
   };
 
   // ws closes a frame over maxPayload with 1009 itself; no compression keeps fan-out a plain write.
   const wss = new WebSocketServer({ noServer: true, maxPayload: config.maxFrameBytes, perMessageDeflate: false, clientTracking: false });
-  const connections = new Set<Connection>();
-  const accept = (ws: WebSocket, identity: Connection['identity'], token: string) => {
-    const conn = new Connection(ws, identity, token, ctx);
-    connections.add(conn);
-    ws.once('close', () => connections.delete(conn));
+  const accept = (ws: WebSocket, identity: Connection['identity'], token: string, slot: TenantSlot) => {
+    new Connection(ws, identity, token, ctx, slot);
   };
 
   // The REST side continues the gateway's traceparent (ops and /ws plain requests are not traced).

@@ -116,10 +116,13 @@ export class RedisTenantConnections implements TenantConnections {
     this.armHeartbeat();
   }
 
+  /** One function for every slot (a closure per connection would be kept as long as it). */
+  private readonly onRelease = (tenantId: string): void => void this.write(tenantId);
+
   async acquire(tenantId: string): Promise<Admission> {
     const heldBefore = this.local.held(tenantId);
     // Reserved before the call, so concurrent acquires of one tenant propose distinct counts.
-    const slot = this.local.take(tenantId, (t) => this.write(t));
+    const slot = this.local.take(tenantId, this.onRelease);
     const own = heldBefore + 1;
     if (this.redis.status === 'ready') {
       try {

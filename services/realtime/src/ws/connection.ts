@@ -5,10 +5,12 @@ import type { WebSocket } from 'ws';
 import { channelAccess } from '../authz/channel-access';
 import { DEFAULT_RULES_LOOKUP, type ChannelRulesLookup } from '../authz/channel-rules-cache';
 import { TokenBucket } from '../limits/token-bucket';
+import type { TenantSlot } from '../limits/tenant-connections';
 import type { MessageBus } from '../messaging/message-bus';
 import { applyPublishRule } from '../messaging/publish-rule';
 import type { RealtimeMetrics } from '../metrics';
 import type { Presence } from '../presence/presence';
+import { expiryQueueOf } from '../realtime/expiry-queue';
 import type { Scheduler } from '../realtime/scheduler';
 import { checkTopic } from '../realtime/topic';
 import type { TopicHub } from '../realtime/topic-hub';
@@ -59,6 +61,8 @@ export interface ConnectionContext {
   channelRules?: ChannelRulesLookup;
   /** Presence (#13 item 3); absent: no channel has presence here. */
   presence?: Presence;
+  /** Every connection whose socket is not yet closed (ping and shutdown); each adds and removes itself. */
+  live?: Set<Connection>;
 }
 
 const ALWAYS = () => true;
@@ -84,7 +88,8 @@ const AUTH_WINDOW_MS = 60_000;
 export class Connection implements TrackedConnection {
   /** Created on the first subscribe: most of an idle connection's memory is fixed cost. */
   private subscriptions: Map<string, Subscription> | undefined;
-  private cancelExpiry: () => void = () => {};
+  /** The token expiry armed in the scheduler's shared queue (s, an integer kept unboxed); undefined when not armed. */
+  private armedExpiry: number | undefined;
   private closeCode: number | undefined;
   private corked = false;
   /** One refresh at a time: a second `auth` while one is being checked is refused. */
@@ -103,6 +108,8 @@ export class Connection implements TrackedConnection {
     public identity: VerifiedIdentity,
     public token: string,
     private readonly ctx: ConnectionContext,
+    /** The tenant connection slot, given back when the socket closes. */
+    private readonly slot?: TenantSlot,
   ) {
     // Shared listeners that find their connection on the socket: four closures
     // per connection would cost more than the connection's own state.
@@ -112,12 +119,16 @@ export class Connection implements TrackedConnection {
     ws.on('close', onClose);
     ws.on('error', onError);
     ctx.registry.add(this);
+    ctx.live?.add(this);
     this.armExpiry();
     this.send(replyFrame({ type: 'ready', tenant_id: identity.tenantId, user_id: identity.userId, expires_at: identity.expiresAt }, undefined));
   }
 
   /** The socket closed, from either side. */
   onSocketClosed(code: number): void {
+    // First, so the slot is free before anything else sees the close.
+    this.slot?.release();
+    this.ctx.live?.delete(this);
     // Closes this side chose were counted when it chose them.
     if (this.closeCode === undefined) this.ctx.metrics.closed(code);
     this.cleanUp();
@@ -387,7 +398,19 @@ export class Connection implements TrackedConnection {
 
   private armExpiry(): void {
     this.cancelExpiry();
-    this.cancelExpiry = this.ctx.scheduler.at(this.identity.expiresAt * 1000, () => this.close(CLOSE_UNAUTHORIZED, 'token expired'));
+    this.armedExpiry = this.identity.expiresAt;
+    expiryQueueOf(this.ctx.scheduler).add(this, this.armedExpiry * 1000);
+  }
+
+  private cancelExpiry(): void {
+    if (this.armedExpiry !== undefined) expiryQueueOf(this.ctx.scheduler).delete(this, this.armedExpiry * 1000);
+    this.armedExpiry = undefined;
+  }
+
+  /** The token ran out (the shared expiry queue calls this). */
+  expire(): void {
+    this.armedExpiry = undefined;
+    this.close(CLOSE_UNAUTHORIZED, 'token expired');
   }
 
   private cleanUp(): void {

@@ -4,7 +4,7 @@ import { codeOf, rawErrorResponse, redactUrl, type ErrorCode, type Logger } from
 import { authorizationOf, bearerToken, WWW_AUTHENTICATE } from '@service-relay/edge';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { WebSocket, WebSocketServer } from 'ws';
-import type { Admission, TenantConnections } from '../limits/tenant-connections';
+import type { Admission, TenantConnections, TenantSlot } from '../limits/tenant-connections';
 import type { RealtimeMetrics } from '../metrics';
 import type { Scheduler } from '../realtime/scheduler';
 import type { ConnectionRegistry } from './connection-registry';
@@ -21,7 +21,8 @@ export interface UpgradeOptions {
   logger: Logger;
   /** MAX_CONNECTIONS_PER_TENANT across instances; without it every verified client is admitted. */
   tenantConnections?: TenantConnections;
-  accept(ws: WebSocket, identity: VerifiedIdentity, token: string): void;
+  /** `slot` is the tenant connection slot the connection must release when its socket closes. */
+  accept(ws: WebSocket, identity: VerifiedIdentity, token: string, slot: TenantSlot): void;
 }
 
 /**
@@ -62,9 +63,9 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
               }
               return refuseOverTenantLimit(ws, admission.limit);
             }
-            // Registered first, so the slot is free before anything else sees the close.
-            ws.once('close', admission.slot.release);
-            opts.accept(ws, result.identity, token);
+            // ws handles the socket's errors from here on; one listener less per connection.
+            socket.removeListener('error', ignoreSocketError);
+            opts.accept(ws, result.identity, token, admission.slot);
           });
           // ws answered a malformed handshake itself (synchronously): no connection holds the slot.
           if (!upgraded && admission.ok) admission.slot.release();
