@@ -53,6 +53,10 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
           }
           opts.metrics.upgrades.inc({ result: admission.ok ? 'accepted' : 'tenant_limit' });
           let upgraded = false;
+          // The 101 answer and the `ready` frame leave in one write (a loopback write is a
+          // syscall that also wakes the peer: the 101 alone was ~10% of realtime's CPU per connect).
+          socket.cork();
+          process.nextTick(uncork, socket);
           opts.wss.handleUpgrade(req, socket, head, (ws) => {
             upgraded = true;
             if (!admission.ok) {
@@ -93,6 +97,10 @@ function admit(opts: UpgradeOptions, tenantId: string): Promise<Admission> {
  * buffer alive for the whole life of the connection (~3 KB each, measured).
  */
 function ignoreSocketError(): void {}
+
+function uncork(socket: Duplex): void {
+  socket.uncork();
+}
 
 /** `Authorization: Bearer` (scheme in any case) wins; browsers use `access_token`. */
 function tokenOf(req: IncomingMessage): string | undefined {
