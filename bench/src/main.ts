@@ -11,6 +11,7 @@ import { connectRate } from './scenarios/connect-rate';
 import { connMemory } from './scenarios/conn-memory';
 import { fanout } from './scenarios/fanout';
 import { gateway } from './scenarios/gateway';
+import { instanceScale } from './scenarios/instance-scale';
 import { revocation } from './scenarios/revocation';
 import { verifierTransport } from './scenarios/verifier-transport';
 import { verifyCore } from './scenarios/verify-core';
@@ -30,7 +31,10 @@ const SCENARIOS: Record<string, Scenario> = {
   'connect-rate': connectRate,
   revocation,
   'channel-rules': channelRules,
+  scale: instanceScale,
 };
+/** Too long for --quick (about a minute per deployment); runs there only when named in --only. */
+const NOT_QUICK = new Set(['scale']);
 
 // A name of its own in ps, so the bench is easy to tell from the services' own src/main.ts.
 process.title = 'relay-bench';
@@ -62,7 +66,7 @@ async function main(): Promise<number> {
   const started = Date.now();
   const machine = machineInfo(quick ? 'quick' : 'full', redisUrl);
   for (const name of only ?? []) if (!SCENARIOS[name]) throw new Error(`unknown scenario ${name}; known: ${Object.keys(SCENARIOS).join(', ')}`);
-  const chosen = Object.entries(SCENARIOS).filter(([name]) => !only || only.includes(name));
+  const chosen = Object.entries(SCENARIOS).filter(([name]) => (only ? only.includes(name) : !(quick && NOT_QUICK.has(name))));
   log(`${machine.mode} run: starting the stack`);
   let stack: Stack | undefined;
   const rows: Row[] = [];

@@ -24,7 +24,7 @@ export interface Stack {
   gatewayUrl: string;
   workers: { registry: WorkerHandle; verifier: WorkerHandle; realtime: WorkerHandle; gateway: WorkerHandle };
   /** Another realtime instance on the same Redis and verifier (stopped by the caller). */
-  startRealtime(label: string, nodeFlags?: string[]): Promise<{ worker: WorkerHandle; http: string; ws: string }>;
+  startRealtime(label: string, nodeFlags?: string[], extraEnv?: Record<string, string>): Promise<{ worker: WorkerHandle; http: string; ws: string }>;
   admin(path: string, method?: string): Promise<Record<string, unknown>>;
   /** A new tenant through the admin API, its secret fetched through the gateway. */
   createTenant(): Promise<TenantKey>;
@@ -82,6 +82,25 @@ async function dropPrefix(url: string, prefix: string): Promise<void> {
   } finally {
     redis.disconnect();
   }
+}
+
+/** An admin API call to a registry; a non-2xx answer throws with its body. */
+export async function adminCall(registryHttp: string, adminToken: string, path: string, method = 'POST'): Promise<Record<string, unknown>> {
+  const res = await fetch(`${registryHttp}${path}`, { method, headers: { authorization: `Bearer ${adminToken}` } });
+  const body = (await res.json()) as Record<string, unknown>;
+  if (!res.ok) throw new Error(`admin ${method} ${path}: ${res.status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+/** A new tenant through a registry's admin API, its secret fetched through a gateway as a host would. */
+export async function createTenantThrough(registryHttp: string, gatewayUrl: string, adminToken: string): Promise<TenantKey> {
+  const tenant = await adminCall(registryHttp, adminToken, '/admin/tenants');
+  const tenantId = String(tenant.tenant_id);
+  const basic = Buffer.from(`${String(tenant.host_sync_client_id)}:${String(tenant.host_sync_client_secret)}`).toString('base64');
+  const fetched = await fetch(`${gatewayUrl}/api/host/tenants/${tenantId}/jwt_secret/fetch`, { method: 'POST', headers: { authorization: `Basic ${basic}` } });
+  const body = (await fetched.json()) as { jwt_secret_primary?: string };
+  if (!fetched.ok || !body.jwt_secret_primary) throw new Error(`host-sync fetch through the gateway failed: ${fetched.status}`);
+  return { tenantId, secret: body.jwt_secret_primary };
 }
 
 export async function startStack(opts: StackOptions): Promise<Stack> {
@@ -143,14 +162,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const verifierAddr = `127.0.0.1:${pick(verifierPorts, ['grpcPort'], 'verifier grpc')}`;
     env.VERIFIER_ADDR = verifierAddr;
 
-    const realtimeUrls = async (worker: WorkerHandle) => {
-      const port = pick(await startService(worker, 'realtime', env), ['port', 'httpPort'], 'realtime');
+    const realtimeUrls = async (worker: WorkerHandle, extraEnv: Record<string, string> = {}) => {
+      const port = pick(await startService(worker, 'realtime', { ...env, ...extraEnv }), ['port', 'httpPort'], 'realtime');
       return { worker, http: `http://127.0.0.1:${port}`, ws: `ws://127.0.0.1:${port}` };
     };
-    const startRealtime = async (label: string, nodeFlags: string[] = []) => {
+    const startRealtime = async (label: string, nodeFlags: string[] = [], extraEnv: Record<string, string> = {}) => {
       const worker = await loadService('realtime', label, nodeFlags);
       try {
-        return await realtimeUrls(worker);
+        return await realtimeUrls(worker, extraEnv);
       } catch (err) {
         await worker.stop(1000);
         throw err;
@@ -162,21 +181,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const gatewayPorts = await startService(gatewayWorker, 'edge-gateway', env);
     const gatewayUrl = `http://127.0.0.1:${pick(gatewayPorts, ['port', 'httpPort'], 'gateway')}`;
 
-    const admin = async (path: string, method = 'POST'): Promise<Record<string, unknown>> => {
-      const res = await fetch(`${registryHttp}${path}`, { method, headers: { authorization: `Bearer ${adminToken}` } });
-      const body = (await res.json()) as Record<string, unknown>;
-      if (!res.ok) throw new Error(`admin ${method} ${path}: ${res.status} ${JSON.stringify(body)}`);
-      return body;
-    };
-    const createTenant = async (): Promise<TenantKey> => {
-      const tenant = await admin('/admin/tenants');
-      const tenantId = String(tenant.tenant_id);
-      const basic = Buffer.from(`${String(tenant.host_sync_client_id)}:${String(tenant.host_sync_client_secret)}`).toString('base64');
-      const fetched = await fetch(`${gatewayUrl}/api/host/tenants/${tenantId}/jwt_secret/fetch`, { method: 'POST', headers: { authorization: `Basic ${basic}` } });
-      const body = (await fetched.json()) as { jwt_secret_primary?: string };
-      if (!fetched.ok || !body.jwt_secret_primary) throw new Error(`host-sync fetch through the gateway failed: ${fetched.status}`);
-      return { tenantId, secret: body.jwt_secret_primary };
-    };
+    const admin = (path: string, method = 'POST') => adminCall(registryHttp, adminToken, path, method);
+    const createTenant = () => createTenantThrough(registryHttp, gatewayUrl, adminToken);
     const key = await createTenant();
     opts.log(`stack up: registry, verifier, realtime, gateway (Redis prefix ${prefix})`);
     return {
