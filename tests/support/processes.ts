@@ -1,42 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { freeLoopbackPort } from '@service-relay/core';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/**
- * The kernel hands outgoing connections ports from this range; a port a test
- * picked there can be taken by any client socket before the service binds it
- * (seen: EADDRINUSE on a restarted realtime). Test listeners take ports below it.
- */
-function ephemeralLow(): number {
-  try {
-    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
-    return Number.isInteger(low) && low > 2048 ? low : 32768;
-  } catch {
-    return 32768;
-  }
-}
-const PORT_FLOOR = 10_000;
-const PORT_CEILING = Math.max(PORT_FLOOR + 1000, ephemeralLow());
-
-function canBind(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
-  });
-}
-
-/** A free loopback port outside the ephemeral range (bounded: 200 candidates). */
-export async function freePort(): Promise<number> {
-  for (let i = 0; i < 200; i++) {
-    const port = PORT_FLOOR + Math.floor(Math.random() * (PORT_CEILING - PORT_FLOOR));
-    if (await canBind(port)) return port;
-  }
-  throw new Error(`no free port between ${PORT_FLOOR} and ${PORT_CEILING}`);
-}
+/** A free loopback port outside the ephemeral range (see @service-relay/core). */
+export const freePort = freeLoopbackPort;
 
 /** Extra spawn options: run as another OS user (e.g. PostgreSQL, which refuses root), or elsewhere. */
 export interface ManagedProcessOptions {

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
+import { freeLoopbackPort } from '@service-relay/core';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -20,16 +21,7 @@ let dir: string | undefined;
 const TICK_US = 10_000; // USER_HZ is 100 on every Linux we run on
 const PAGE = 4096;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
+const freePort = freeLoopbackPort;
 
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {

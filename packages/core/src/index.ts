@@ -1,5 +1,6 @@
 export * from './errors';
 export * from './clock';
+export * from './free-port';
 export * from './ids';
 export * from './timing-safe';
 export * from './config';

@@ -27,6 +27,7 @@ const RULES_DEADLINE_MS = 2000;
 import { Connection, type ConnectionContext } from './ws/connection';
 import { ConnectionRegistry } from './ws/connection-registry';
 import { Revocation } from './ws/revocation';
+import { startPingSweep } from './ws/ping-sweep';
 import { createUpgradeHandler } from './ws/upgrade-handler';
 
 export interface RealtimeDeps {
@@ -136,7 +137,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   server.on('upgrade', traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, tenantConnections, accept })));
 
   let port = config.port;
-  let pinger: NodeJS.Timeout | undefined;
+  let stopPings: (() => void) | undefined;
   const unsubscribers: (() => void)[] = [];
 
   return {
@@ -155,14 +156,11 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       // feed is current no publish is acknowledged.
       await Promise.all([feed.start(), withTimeout(events.ready(), 5000).catch(() => logger.warn('tenant event bus not ready at start; polling the tenant feed'))]);
       port = await listen(server, config.port, config.host);
-      pinger = setInterval(() => {
-        for (const c of connections) c.ping();
-      }, deps.pingIntervalMs ?? 30_000);
-      pinger.unref();
+      stopPings = startPingSweep(connections, deps.pingIntervalMs ?? 30_000);
       logger.info({ host: config.host, port, redis: config.redis.url !== undefined }, 'realtime listening');
     },
     async stop() {
-      if (pinger) clearInterval(pinger);
+      stopPings?.();
       for (const u of unsubscribers.splice(0)) u();
       // Stop accepting; every WebSocket gets to finish its close handshake
       // (1001: clients reconnect, to another instance if this one is going

@@ -117,7 +117,26 @@ export class RedisTenantConnections implements TenantConnections {
   }
 
   /** One function for every slot (a closure per connection would be kept as long as it). */
-  private readonly onRelease = (tenantId: string): void => void this.write(tenantId);
+  private readonly onRelease = (tenantId: string): void => this.writeSoon(tenantId);
+  /** Tenants whose count changed by releases in this tick: written once each, at its end. */
+  private readonly dirty = new Set<string>();
+
+  /**
+   * A disable closes thousands of a tenant's connections in one go: their
+   * releases cost one count write per tenant instead of one `EVAL` each (the
+   * written value is the local count at the end of the tick, which is what
+   * the last of those writes would have carried).
+   */
+  private writeSoon(tenantId: string): void {
+    if (this.dirty.size === 0) setImmediate(this.flush);
+    this.dirty.add(tenantId);
+  }
+
+  private readonly flush = (): void => {
+    const tenants = [...this.dirty];
+    this.dirty.clear();
+    for (const t of tenants) this.write(t);
+  };
 
   async acquire(tenantId: string): Promise<Admission> {
     const heldBefore = this.local.held(tenantId);
@@ -173,7 +192,9 @@ export class RedisTenantConnections implements TenantConnections {
     if (this.closed) return;
     this.closed = true;
     this.cancelBeat();
-    const held = [...this.local.entries()].map(([t]) => t);
+    // Tenants whose last slots went in this tick have a count write pending: they go too.
+    const held = [...new Set([...[...this.local.entries()].map(([t]) => t), ...this.dirty])];
+    this.dirty.clear();
     await this.local.close();
     // Anything still held goes now, not one TTL later.
     if (held.length > 0 && this.redis.status === 'ready') {
