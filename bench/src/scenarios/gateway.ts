@@ -7,6 +7,10 @@ import type { HttpLoadResult } from '../workers/http-load';
 
 const AUTH = { name: 'gateway_auth_ratio', unit: 'req/s', baselineName: 'same gateway app, auth step off', target: 0.85 };
 const MONOLITH = { name: 'gateway_vs_monolith', unit: 'req/s', baselineName: 'express + jose jwtVerify + same proxy', target: 1.0 };
+// Issue #15: the gateway's own CPU per authenticated request at most 1.1x the no-auth gateway's
+// (ratio = no-auth / ours >= 1/1.1), and the monolith's at least 1.2x ours.
+const CPU_NOAUTH = { name: 'gateway_cpu_vs_noauth', unit: 'cpu-µs/req', baselineName: 'same gateway app, auth step off', target: 0.91 };
+const CPU_MONOLITH = { name: 'gateway_cpu_vs_monolith', unit: 'cpu-µs/req', baselineName: 'express + jose jwtVerify + same proxy', target: 1.2 };
 const CONNECTIONS = 50;
 /** Distinct users whose tokens the load rotates through (a realistic mix for the gateway's cache). */
 const USERS = 1000;
@@ -21,7 +25,7 @@ type Target = 'ours' | 'noauth' | 'monolith';
  * serves both rows.
  */
 export const gateway: Scenario = {
-  rows: [AUTH, MONOLITH],
+  rows: [AUTH, MONOLITH, CPU_NOAUTH, CPU_MONOLITH],
   run: (ctx) =>
     withWorkers(async (spawn) => {
       const { budget, stack } = ctx;
@@ -79,6 +83,9 @@ export const gateway: Scenario = {
       const rows: Row[] = [
         makeRow({ ...AUTH, ours: figures.ours, baseline: figures.noauth, quick: budget.quick, limitedBy: busiest.ours, baselineLimitedBy: busiest.noauth, note }),
         makeRow({ ...MONOLITH, ours: figures.ours, baseline: figures.monolith, quick: budget.quick, limitedBy: busiest.ours, baselineLimitedBy: busiest.monolith, note }),
+        // The gateway process's own CPU per answered request, from the same runs (lower is better).
+        makeRow({ ...CPU_NOAUTH, ours: cpuPerRequest.ours, baseline: cpuPerRequest.noauth, lowerIsBetter: true, quick: budget.quick, note: `gateway process CPU µs per answered request, same runs as gateway_auth_ratio; target: ours ≤ 1.1× no-auth` }),
+        makeRow({ ...CPU_MONOLITH, ours: cpuPerRequest.ours, baseline: cpuPerRequest.monolith, lowerIsBetter: true, quick: budget.quick, note: `gateway process CPU µs per answered request, same runs as gateway_vs_monolith; target: monolith ≥ 1.2× ours` }),
       ];
       return rows;
     }),
