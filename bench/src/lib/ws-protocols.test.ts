@@ -1,6 +1,6 @@
 import type WebSocket from 'ws';
 import { describe, expect, it } from 'vitest';
-import { PROTOCOLS } from './ws-protocols';
+import { countMessages, PROTOCOLS } from './ws-protocols';
 
 /** A socket stand-in that records what the counter answers (PONGs). */
 function fakeSocket(): { ws: WebSocket; sent: unknown[] } {
@@ -31,5 +31,13 @@ describe('peer delivery counters', () => {
     expect(total).toBe(3);
     // 200 bytes of payload need a two-byte remaining length.
     expect(publish[1]! & 0x80).toBe(0x80);
+  });
+
+  it('counts our messages alone or inside a batch frame, and nothing else', () => {
+    const one = JSON.stringify({ type: 'message', topic: 't', id: '1-1', data: 'x' });
+    expect(countMessages(Buffer.from(one))).toBe(1);
+    expect(countMessages(Buffer.from(`{"type":"batch","frames":[${one},${one},${one}]}`))).toBe(3);
+    expect(countMessages(Buffer.from('{"type":"published","topic":"t","id":"1-1"}'))).toBe(0);
+    expect(PROTOCOLS.relay.url('ws://h:1')).toBe('ws://h:1/ws?batch=1');
   });
 });

@@ -54,8 +54,8 @@ function waitFor(ws: WebSocket, match: (text: string, data: Buffer) => boolean, 
 
 const isType = (type: string) => (text: string) => text.includes(`"type":"${type}"`);
 
-const contractFrames = (needsReady: boolean, path: string): ClientProtocol => ({
-  url: (base) => `${base}${path}`,
+const contractFrames = (needsReady: boolean, path: string, batching = false): ClientProtocol => ({
+  url: (base) => `${base}${path}${batching ? '?batch=1' : ''}`,
   headers: (token): Record<string, string> => (token ? { authorization: `Bearer ${token}` } : {}),
   async handshake(ws, level, topic) {
     // Listen before the upgrade finishes: ours sends `ready` right after it.
@@ -75,7 +75,19 @@ const contractFrames = (needsReady: boolean, path: string): ClientProtocol => ({
   publishFrame: (topic, data) => JSON.stringify({ type: 'publish', topic, data }),
   isMessage: isType('message'),
   keepalive: () => false,
+  // Ours is asked for batch frames (`/ws?batch=1`, as the client SDK does): one
+  // frame may carry several messages, each a complete `message` object.
+  ...(batching && { counter: () => countMessages }),
 });
+
+const MESSAGE = Buffer.from('"type":"message"');
+
+/** `message` objects in a frame (one, or several inside a `batch`); bench payloads never contain the marker. */
+export function countMessages(data: Buffer): number {
+  let n = 0;
+  for (let i = data.indexOf(MESSAGE); i !== -1; i = data.indexOf(MESSAGE, i + MESSAGE.length)) n += 1;
+  return n;
+}
 
 const socketIo: ClientProtocol = {
   url: (base) => `${base}/socket.io/?EIO=4&transport=websocket`,
@@ -236,7 +248,7 @@ const mqtt311: ClientProtocol = {
 };
 
 export const PROTOCOLS: Record<Variant, ClientProtocol> = {
-  relay: contractFrames(true, '/ws'),
+  relay: contractFrames(true, '/ws', true),
   ws: contractFrames(false, '/'),
   socketio: socketIo,
   nats: natsText,

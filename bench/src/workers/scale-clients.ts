@@ -33,15 +33,28 @@ let latencies: number[] = [];
 let delivered = 0;
 let deliveredTotal = 0;
 
-function onMessage(data: Buffer): void {
-  // Only message frames carry `"t":`; everything else (acks, pings) is skipped unparsed.
-  if (data.indexOf('"type":"message"') < 0) return;
-  const frame = JSON.parse(data.toString()) as { data?: { t?: number } };
+interface Frame {
+  type?: string;
+  data?: { t?: number };
+  frames?: Frame[];
+}
+
+function received(frame: Frame, at: number): void {
+  if (frame.type === 'batch') {
+    for (const inner of frame.frames ?? []) received(inner, at);
+    return;
+  }
   const t = frame.data?.t;
-  if (typeof t !== 'number') return;
-  latencies.push(wallNow() - t);
+  if (frame.type !== 'message' || typeof t !== 'number') return;
+  latencies.push(at - t);
   delivered += 1;
   deliveredTotal += 1;
+}
+
+function onMessage(data: Buffer): void {
+  // Only frames with messages (alone or in a batch, asked for by `?batch=1` as the SDK does) are parsed.
+  if (data.indexOf('"type":"message"') < 0) return;
+  received(JSON.parse(data.toString()) as Frame, wallNow());
 }
 
 async function openOne(base: string, localAddress: string, key: TenantKey, topic: string): Promise<void> {

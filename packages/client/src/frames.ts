@@ -21,7 +21,8 @@ export type ServerFrame =
   | { type: 'pong'; ref?: Ref }
   | { type: 'presence'; topic: string; members: PresenceMember[]; ref?: Ref }
   | { type: 'join'; topic: string; member: PresenceMember }
-  | { type: 'leave'; topic: string; member: PresenceMember };
+  | { type: 'leave'; topic: string; member: PresenceMember }
+  | { type: 'batch'; frames: unknown[] };
 
 export type RecoveryReason = 'history_lost' | 'too_old';
 

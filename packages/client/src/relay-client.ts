@@ -317,6 +317,20 @@ export class RelayClient {
     conn.pongTimer = undefined;
     const frame = parseServerFrame(data);
     if (!frame) return this.emitter.emit('error', new RelayClientError('protocol_error', 'a frame that is not a JSON object with a type'));
+    if (frame.type !== 'batch') return this.onFrame(conn, frame);
+    // Several frames of one server tick, in order: each handled as if it had come alone.
+    if (!Array.isArray(frame.frames)) return this.emitter.emit('error', new RelayClientError('protocol_error', 'a batch frame without a frames array'));
+    for (const inner of frame.frames) {
+      if (this.conn !== conn) return;
+      if (typeof inner !== 'object' || inner === null || Array.isArray(inner) || typeof (inner as { type?: unknown }).type !== 'string' || (inner as { type: string }).type === 'batch') {
+        this.emitter.emit('error', new RelayClientError('protocol_error', 'a batch frame holding something other than frames'));
+        continue;
+      }
+      this.onFrame(conn, inner as ServerFrame);
+    }
+  }
+
+  private onFrame(conn: Connection, frame: ServerFrame): void {
     switch (frame.type) {
       case 'ready':
         return this.onReady(conn, frame);

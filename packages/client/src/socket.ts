@@ -36,8 +36,13 @@ export function refusalStatus(event: unknown): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-/** `wss://host/ws` + `?access_token=`: browsers cannot set headers on an upgrade, so every platform uses the query. */
+/**
+ * `wss://host/ws` + `?batch=1&access_token=`: browsers cannot set headers on an
+ * upgrade, so every platform uses the query; `batch=1` asks for `batch` frames
+ * (several frames of one server tick in one WebSocket frame), which the
+ * client unpacks.
+ */
 export function connectUrl(base: string, token: string): string {
   const sep = base.includes('?') ? '&' : '?';
-  return `${base}${sep}access_token=${encodeURIComponent(token)}`;
+  return `${base}${sep}batch=1&access_token=${encodeURIComponent(token)}`;
 }

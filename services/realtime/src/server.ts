@@ -109,8 +109,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
 
   // ws closes a frame over maxPayload with 1009 itself; no compression keeps fan-out a plain write.
   const wss = new WebSocketServer({ noServer: true, maxPayload: config.maxFrameBytes, perMessageDeflate: false, clientTracking: false });
-  const accept = (ws: WebSocket, identity: Connection['identity'], token: string, slot: TenantSlot) => {
-    new Connection(ws, identity, token, ctx, slot);
+  const accept = (ws: WebSocket, identity: Connection['identity'], token: string, slot: TenantSlot, batch: boolean) => {
+    new Connection(ws, identity, token, ctx, slot, batch);
   };
 
   // The REST side continues the gateway's traceparent (ops and /ws plain requests are not traced).

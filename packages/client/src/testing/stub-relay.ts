@@ -4,6 +4,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
 /** What a stub connection received and can do: a scripted server for misbehaviour a real realtime never shows. */
 export interface StubPeer {
   ws: WebSocket;
+  /** The upgrade request's path and query. */
+  url: string;
   /** Frames the client sent, parsed. */
   frames: Record<string, unknown>[];
   send(frame: unknown): void;
@@ -22,7 +24,7 @@ export class StubRelay {
 
   private constructor(wss: WebSocketServer, onConnection: (peer: StubPeer, index: number) => void) {
     this.wss = wss;
-    wss.on('connection', (ws) => {
+    wss.on('connection', (ws, req) => {
       const frames: Record<string, unknown>[] = [];
       const taken = new Set<number>();
       let listeners: (() => void)[] = [];
@@ -32,6 +34,7 @@ export class StubRelay {
       });
       const peer: StubPeer = {
         ws,
+        url: req.url ?? '',
         frames,
         send: (frame) => ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame)),
         next: (type, timeoutMs = 5000) =>

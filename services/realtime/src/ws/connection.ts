@@ -17,6 +17,7 @@ import type { TopicHub } from '../realtime/topic-hub';
 import { CLOSE_TRY_AGAIN_LATER, CLOSE_UNAUTHORIZED } from './close-codes';
 import { parseClientFrame, replyFrame, type ClientFrame, type Ref } from './client-frame';
 import type { ConnectionRegistry, TrackedConnection } from './connection-registry';
+import { batchFrame, MAX_BATCH_BYTES } from './batch-frame';
 import { writeTextFrame } from './server-frame';
 import { Subscription, type SubscriptionPresence } from './subscription';
 
@@ -91,7 +92,11 @@ export class Connection implements TrackedConnection {
   /** The token expiry armed in the scheduler's shared queue (s, an integer kept unboxed); undefined when not armed. */
   private armedExpiry: number | undefined;
   private closeCode: number | undefined;
-  private corked = false;
+  /** A flush of this tick's frames (and the socket's uncork) is scheduled. */
+  private tickPending = false;
+  /** Frames held for this tick's `batch` frame (batching connections only). */
+  private held: Array<Buffer | string> | undefined;
+  private heldBytes = 0;
   /** One refresh at a time: a second `auth` while one is being checked is refused. */
   private refreshing = false;
   private authWindowStart = 0;
@@ -110,6 +115,8 @@ export class Connection implements TrackedConnection {
     private readonly ctx: ConnectionContext,
     /** The tenant connection slot, given back when the socket closes. */
     private readonly slot?: TenantSlot,
+    /** The client asked for `batch` frames (`/ws?batch=1`). */
+    private readonly batching = false,
   ) {
     // Shared listeners that find their connection on the socket: four closures
     // per connection would cost more than the connection's own state.
@@ -140,6 +147,8 @@ export class Connection implements TrackedConnection {
 
   close(code: number, reason: string): void {
     if (this.closeCode !== undefined) return;
+    // What this tick already owed the client goes before the close frame.
+    this.flushHeld();
     this.closeCode = code;
     this.ctx.metrics.closed(code);
     this.cleanUp();
@@ -176,10 +185,21 @@ export class Connection implements TrackedConnection {
     this.ws.ping();
   }
 
-  /** A `message` frame; a consumer that lets its send buffer grow past the bound is dropped. */
+  /**
+   * A `message` (or presence event) frame. On a batching connection the
+   * frames of one tick go out together, as one `batch` frame when there are
+   * several. A consumer that lets its send buffer grow past the bound is dropped.
+   */
   sendMessage(frame: Buffer | string): void {
     if (this.closeCode !== undefined) return;
-    this.corkUntilNextTick();
+    this.flushAtEndOfTick();
+    if (!this.batching) return this.write(frame);
+    (this.held ??= []).push(frame);
+    this.heldBytes += frame.length;
+    if (this.heldBytes >= MAX_BATCH_BYTES) this.flushHeld();
+  }
+
+  private write(frame: Buffer | string): void {
     if (typeof frame === 'string' || !writeTextFrame(this.ws, frame)) this.ws.send(frame, TEXT);
     if (this.ws.bufferedAmount > this.ctx.maxBufferedBytes) {
       this.ctx.logger.info({ tenant_id: this.identity.tenantId, buffered: this.ws.bufferedAmount }, 'dropping a slow consumer');
@@ -189,23 +209,35 @@ export class Connection implements TrackedConnection {
     }
   }
 
+  private flushHeld(): void {
+    const held = this.held;
+    if (!held) return;
+    this.held = undefined;
+    this.heldBytes = 0;
+    if (this.closeCode !== undefined) return;
+    this.write(held.length === 1 ? held[0]! : batchFrame(held));
+  }
+
   /**
    * Frames sent in one tick (a burst of messages arrives in one read from
-   * Redis or from a publisher) leave in one socket write instead of one each.
+   * Redis or from a publisher) leave in one socket write instead of one each:
+   * the socket is corked until the next tick, when held frames are flushed.
    */
-  private corkUntilNextTick(): void {
-    if (this.corked) return;
+  private flushAtEndOfTick(): void {
+    if (this.tickPending) return;
+    this.tickPending = true;
     const socket = (this.ws as unknown as { _socket?: Socket })._socket;
-    if (!socket) return;
-    this.corked = true;
-    socket.cork();
+    socket?.cork();
     process.nextTick(() => {
-      this.corked = false;
-      socket.uncork();
+      this.tickPending = false;
+      this.flushHeld();
+      socket?.uncork();
     });
   }
 
   private send(text: string): void {
+    // Replies keep their place after the frames held for this tick.
+    this.flushHeld();
     if (this.closeCode === undefined) this.ws.send(text);
   }
 

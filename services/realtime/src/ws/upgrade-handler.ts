@@ -21,8 +21,8 @@ export interface UpgradeOptions {
   logger: Logger;
   /** MAX_CONNECTIONS_PER_TENANT across instances; without it every verified client is admitted. */
   tenantConnections?: TenantConnections;
-  /** `slot` is the tenant connection slot the connection must release when its socket closes. */
-  accept(ws: WebSocket, identity: VerifiedIdentity, token: string, slot: TenantSlot): void;
+  /** `slot` is the tenant connection slot the connection must release when its socket closes; `batch`: the client asked for batch frames. */
+  accept(ws: WebSocket, identity: VerifiedIdentity, token: string, slot: TenantSlot, batch: boolean): void;
 }
 
 /**
@@ -69,7 +69,7 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
             }
             // ws handles the socket's errors from here on; one listener less per connection.
             socket.removeListener('error', ignoreSocketError);
-            opts.accept(ws, result.identity, token, admission.slot);
+            opts.accept(ws, result.identity, token, admission.slot, wantsBatch(url));
           });
           // ws answered a malformed handshake itself (synchronously): no connection holds the slot.
           if (!upgraded && admission.ok) admission.slot.release();
@@ -97,6 +97,12 @@ function admit(opts: UpgradeOptions, tenantId: string): Promise<Admission> {
  * buffer alive for the whole life of the connection (~3 KB each, measured).
  */
 function ignoreSocketError(): void {}
+
+/** `batch=1` in the query: the client takes `batch` frames (PROTOCOL.md "Batched delivery"). */
+function wantsBatch(url: string): boolean {
+  const q = url.indexOf('?');
+  return q >= 0 && new URLSearchParams(url.slice(q + 1)).get('batch') === '1';
+}
 
 function uncork(socket: Duplex): void {
   socket.uncork();

@@ -1,0 +1,60 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { createRelayClient, type RelayClient } from './index.js';
+import { EventRecorder } from './testing/event-recorder.js';
+import { readyFrame, StubRelay } from './testing/stub-relay.js';
+
+const TENANT = '00000000-0000-4000-8000-000000000001';
+const topic = (channel: string) => `tenants/${TENANT}/channels/${channel}`;
+const message = (n: number) => ({ type: 'message', topic: topic('room'), id: `1-${n}`, user_id: 'u', data: n, created_at: '2026-01-01T00:00:00.000Z' });
+
+// The client asks for batch frames (`batch=1`) and unpacks them: each frame
+// inside is handled as if it had come alone, in order.
+describe('RelayClient batch frames', () => {
+  const clients: RelayClient[] = [];
+  const stubs: StubRelay[] = [];
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.close();
+    await Promise.all(stubs.splice(0).map((s) => s.stop()));
+  });
+
+  const start = async () => {
+    const urls: string[] = [];
+    const stub = await StubRelay.start((peer) => {
+      urls.push(peer.url);
+      peer.send(readyFrame());
+      peer.ws.on('message', (d) => {
+        const f = JSON.parse(String(d)) as { type: string; topic: string; ref?: string };
+        if (f.type === 'subscribe') peer.send({ type: 'subscribed', topic: f.topic, epoch: 'e1', ref: f.ref });
+      });
+    });
+    stubs.push(stub);
+    const client = createRelayClient({ url: stub.url, WebSocket, getToken: async () => 't', reconnect: { initialDelayMs: 20, maxDelayMs: 100 } });
+    clients.push(client);
+    return { stub, client, urls, events: new EventRecorder(client) };
+  };
+
+  it('asks for batches and delivers every frame of one in order, messages and presence events alike', async () => {
+    const { stub, client, urls, events } = await start();
+    await client.subscribe('room');
+    expect(urls[0]).toContain('batch=1');
+    const peer = await stub.peer(0);
+    peer.send({ type: 'batch', frames: [message(1), message(2), { type: 'join', topic: topic('room'), member: { user_id: 'u-2' } }, message(3)] });
+    const got = await events.messages('room', 3);
+    expect(got.map((m) => m.data)).toEqual([1, 2, 3]);
+    expect(await events.next('join')).toMatchObject({ channel: 'room', member: { user_id: 'u-2' } });
+    const order = events.entries.filter((e) => e.event === 'message' || e.event === 'join').map((e) => e.event);
+    expect(order).toEqual(['message', 'message', 'join', 'message']);
+  });
+
+  it('reports a batch that is not a list of frames as a protocol error and keeps the good frames', async () => {
+    const { stub, client, events } = await start();
+    await client.subscribe('room');
+    const peer = await stub.peer(0);
+    peer.send({ type: 'batch', frames: 'nope' });
+    expect(await events.next('error')).toMatchObject({ code: 'protocol_error' });
+    peer.send({ type: 'batch', frames: [message(1), 7, { type: 'batch', frames: [] }, message(2)] });
+    expect((await events.messages('room', 2)).map((m) => m.data)).toEqual([1, 2]);
+    expect(events.all('error').filter((e) => (e as { code?: string }).code === 'protocol_error')).toHaveLength(3);
+  });
+});

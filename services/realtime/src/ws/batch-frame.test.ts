@@ -1,0 +1,112 @@
+import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import { createLogger } from '@service-relay/core';
+import type { VerifiedIdentity, VerifierClient } from '@service-relay/verifier-client';
+import type { WebSocket } from 'ws';
+import { describe, expect, it } from 'vitest';
+import { MemoryMessageBus } from '../messaging/memory-message-bus';
+import { RealtimeMetrics } from '../metrics';
+import { ManualScheduler } from '../realtime/scheduler';
+import { TopicHub } from '../realtime/topic-hub';
+import { batchFrame, MAX_BATCH_BYTES } from './batch-frame';
+import { Connection, type ConnectionContext } from './connection';
+import { ConnectionRegistry } from './connection-registry';
+
+/** Enough of a ws socket for a Connection: the frames it is sent, parsed. */
+class FakeSocket extends EventEmitter {
+  readonly sent: Array<Record<string, unknown>> = [];
+  readonly CLOSED = 3;
+  readyState = 1;
+  bufferedAmount = 0;
+  send(data: string | Buffer): void {
+    this.sent.push(JSON.parse(data.toString()) as Record<string, unknown>);
+  }
+  close(): void {}
+  terminate(): void {}
+  ping(): void {}
+}
+
+const nextTick = () => new Promise<void>((resolve) => process.nextTick(resolve));
+const message = (n: number) => Buffer.from(JSON.stringify({ type: 'message', topic: 't', id: `1-${n}`, data: n }));
+
+function connection(batching: boolean): { socket: FakeSocket; conn: Connection } {
+  const identity: VerifiedIdentity = { tenantId: randomUUID(), userId: randomUUID(), expiresAt: Math.floor(Date.now() / 1000) + 3600, keySlot: 'primary', keyVersion: 1 };
+  const metrics = new RealtimeMetrics();
+  const bus = new MemoryMessageBus({ maxMessages: 10, ttlS: 60 });
+  const ctx: ConnectionContext = {
+    hub: new TopicHub(bus),
+    messages: bus,
+    registry: new ConnectionRegistry({} as VerifierClient, metrics),
+    scheduler: new ManualScheduler(Date.now()),
+    metrics,
+    logger: createLogger({ service: 'realtime-test', level: 'silent' }),
+    maxSubscriptions: 10,
+    maxBufferedBytes: 1 << 24,
+  };
+  const socket = new FakeSocket();
+  const conn = new Connection(socket as unknown as WebSocket, identity, 'token', ctx, undefined, batching);
+  socket.sent.splice(0); // the `ready` frame
+  return { socket, conn };
+}
+
+describe('batch frames (/ws?batch=1)', () => {
+  it('a batching connection gets the frames of one tick as one batch frame, in order', async () => {
+    const { socket, conn } = connection(true);
+    for (let i = 1; i <= 3; i++) conn.sendMessage(message(i));
+    conn.sendMessage('{"type":"join","topic":"t","member":{"user_id":"u"}}');
+    expect(socket.sent).toEqual([]);
+    await nextTick();
+    expect(socket.sent).toEqual([
+      {
+        type: 'batch',
+        frames: [
+          { type: 'message', topic: 't', id: '1-1', data: 1 },
+          { type: 'message', topic: 't', id: '1-2', data: 2 },
+          { type: 'message', topic: 't', id: '1-3', data: 3 },
+          { type: 'join', topic: 't', member: { user_id: 'u' } },
+        ],
+      },
+    ]);
+    // A tick with one frame sends it as it is.
+    conn.sendMessage(message(4));
+    await nextTick();
+    expect(socket.sent.at(-1)).toEqual({ type: 'message', topic: 't', id: '1-4', data: 4 });
+  });
+
+  it('a connection that did not ask gets every frame alone', async () => {
+    const { socket, conn } = connection(false);
+    for (let i = 1; i <= 3; i++) conn.sendMessage(message(i));
+    await nextTick();
+    expect(socket.sent.map((f) => f.type)).toEqual(['message', 'message', 'message']);
+  });
+
+  it('a reply or a close keeps its place after the frames held before it', async () => {
+    const { socket, conn } = connection(true);
+    conn.sendMessage(message(1));
+    conn.sendMessage(message(2));
+    conn.onFrame('{"type":"ping","ref":"p"}');
+    await nextTick();
+    expect(socket.sent.map((f) => f.type)).toEqual(['batch', 'pong']);
+    conn.sendMessage(message(3));
+    conn.close(1001, 'going away');
+    await nextTick();
+    expect(socket.sent.at(-1)).toEqual({ type: 'message', topic: 't', id: '1-3', data: 3 });
+  });
+
+  it('a tick holding more than MAX_BATCH_BYTES goes out in several batches, nothing lost or reordered', async () => {
+    const { socket, conn } = connection(true);
+    const big = (n: number) => Buffer.from(JSON.stringify({ type: 'message', topic: 't', id: `1-${n}`, data: 'x'.repeat(10_000) }));
+    const count = Math.ceil((3 * MAX_BATCH_BYTES) / 10_000);
+    for (let i = 0; i < count; i++) conn.sendMessage(big(i));
+    await nextTick();
+    expect(socket.sent.length).toBeGreaterThan(2);
+    const ids = socket.sent.flatMap((f) => (f.type === 'batch' ? (f.frames as Array<{ id: string }>) : [f as { id: string }])).map((f) => f.id);
+    expect(ids).toEqual(Array.from({ length: count }, (_, i) => `1-${i}`));
+  });
+
+  it('builds a batch once for every connection that holds the same frames', () => {
+    const parts = [message(1), message(2)];
+    expect(batchFrame(parts)).toBe(batchFrame([parts[0]!, parts[1]!]));
+    expect(batchFrame([parts[1]!, parts[0]!])).not.toBe(batchFrame(parts));
+  });
+});
