@@ -1,32 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EventEmitter } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { createLogger, listen } from '@service-relay/core';
-import type { VerifiedIdentity, VerifierClient } from '@service-relay/verifier-client';
-import type { WebSocket } from 'ws';
+import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { createRestHandler } from './http/rest-api';
 import { MemoryMessageBus } from './messaging/memory-message-bus';
 import { RealtimeMetrics } from './metrics';
-import { ManualScheduler } from './realtime/scheduler';
-import { TopicHub } from './realtime/topic-hub';
+import { fakeConnection } from './test-support/fake-connection';
 import { gatewayHeaders, TEST_INTERNAL_TOKEN, topicFor } from './test-support/realtime-harness';
-import { Connection, type ConnectionContext } from './ws/connection';
-import { ConnectionRegistry } from './ws/connection-registry';
-
-/** Enough of a ws socket for a Connection: frames it sends are collected. */
-class FakeSocket extends EventEmitter {
-  readonly sent: Record<string, unknown>[] = [];
-  readonly CLOSED = 3;
-  readyState = 1;
-  bufferedAmount = 0;
-  send(text: string): void {
-    this.sent.push(JSON.parse(text) as Record<string, unknown>);
-  }
-  close(): void {}
-  terminate(): void {}
-  ping(): void {}
-}
 
 describe('the publish gate (acceptingPublishes)', () => {
   const identity: VerifiedIdentity = { tenantId: randomUUID(), userId: randomUUID(), expiresAt: Math.floor(Date.now() / 1000) + 3600, keySlot: 'primary', keyVersion: 1 };
@@ -63,19 +44,7 @@ describe('the publish gate (acceptingPublishes)', () => {
 
   it('refuses a WebSocket publish with an unavailable error frame while closed, and stores nothing', async () => {
     const bus = new MemoryMessageBus({ maxMessages: 10, ttlS: 60 });
-    const ctx: ConnectionContext = {
-      hub: new TopicHub(bus),
-      messages: bus,
-      registry: new ConnectionRegistry({} as VerifierClient, metrics),
-      scheduler: new ManualScheduler(Date.now()),
-      metrics,
-      logger,
-      maxSubscriptions: 10,
-      maxBufferedBytes: 1 << 20,
-      acceptingPublishes: () => accepting,
-    };
-    const socket = new FakeSocket();
-    const conn = new Connection(socket as unknown as WebSocket, identity, 'token', ctx);
+    const { socket, conn } = fakeConnection({ identity, context: { messages: bus, acceptingPublishes: () => accepting } });
     const reply = async (frame: Record<string, unknown>) => {
       const before = socket.sent.length;
       conn.onFrame(JSON.stringify(frame));

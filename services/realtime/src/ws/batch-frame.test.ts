@@ -1,52 +1,14 @@
-import { EventEmitter } from 'node:events';
-import { randomUUID } from 'node:crypto';
-import { createLogger } from '@service-relay/core';
-import type { VerifiedIdentity, VerifierClient } from '@service-relay/verifier-client';
-import type { WebSocket } from 'ws';
 import { describe, expect, it } from 'vitest';
-import { MemoryMessageBus } from '../messaging/memory-message-bus';
-import { RealtimeMetrics } from '../metrics';
-import { ManualScheduler } from '../realtime/scheduler';
-import { TopicHub } from '../realtime/topic-hub';
+import { fakeConnection } from '../test-support/fake-connection';
 import { batchFrame, MAX_BATCH_BYTES } from './batch-frame';
-import { Connection, type ConnectionContext } from './connection';
-import { ConnectionRegistry } from './connection-registry';
-
-/** Enough of a ws socket for a Connection: the frames it is sent, parsed. */
-class FakeSocket extends EventEmitter {
-  readonly sent: Array<Record<string, unknown>> = [];
-  readonly CLOSED = 3;
-  readyState = 1;
-  bufferedAmount = 0;
-  send(data: string | Buffer): void {
-    this.sent.push(JSON.parse(data.toString()) as Record<string, unknown>);
-  }
-  close(): void {}
-  terminate(): void {}
-  ping(): void {}
-}
 
 const nextTick = () => new Promise<void>((resolve) => process.nextTick(resolve));
 const message = (n: number) => Buffer.from(JSON.stringify({ type: 'message', topic: 't', id: `1-${n}`, data: n }));
 
-function connection(batching: boolean): { socket: FakeSocket; conn: Connection } {
-  const identity: VerifiedIdentity = { tenantId: randomUUID(), userId: randomUUID(), expiresAt: Math.floor(Date.now() / 1000) + 3600, keySlot: 'primary', keyVersion: 1 };
-  const metrics = new RealtimeMetrics();
-  const bus = new MemoryMessageBus({ maxMessages: 10, ttlS: 60 });
-  const ctx: ConnectionContext = {
-    hub: new TopicHub(bus),
-    messages: bus,
-    registry: new ConnectionRegistry({} as VerifierClient, metrics),
-    scheduler: new ManualScheduler(Date.now()),
-    metrics,
-    logger: createLogger({ service: 'realtime-test', level: 'silent' }),
-    maxSubscriptions: 10,
-    maxBufferedBytes: 1 << 24,
-  };
-  const socket = new FakeSocket();
-  const conn = new Connection(socket as unknown as WebSocket, identity, 'token', ctx, undefined, batching);
-  socket.sent.splice(0); // the `ready` frame
-  return { socket, conn };
+function connection(batching: boolean) {
+  const made = fakeConnection({ batching, context: { maxBufferedBytes: 1 << 24 } });
+  made.socket.sent.splice(0); // the `ready` frame
+  return made;
 }
 
 describe('batch frames (/ws?batch=1)', () => {

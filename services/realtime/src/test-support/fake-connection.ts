@@ -1,0 +1,50 @@
+import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import { createLogger } from '@service-relay/core';
+import type { VerifiedIdentity, VerifierClient } from '@service-relay/verifier-client';
+import type { WebSocket } from 'ws';
+import type { MessageBus } from '../messaging/message-bus';
+import { MemoryMessageBus } from '../messaging/memory-message-bus';
+import { RealtimeMetrics } from '../metrics';
+import { ManualScheduler } from '../realtime/scheduler';
+import { TopicHub } from '../realtime/topic-hub';
+import { Connection, type ConnectionContext } from '../ws/connection';
+import { ConnectionRegistry } from '../ws/connection-registry';
+
+/** Enough of a ws socket for a Connection: the frames it is sent, parsed. */
+export class FakeSocket extends EventEmitter {
+  readonly sent: Array<Record<string, unknown>> = [];
+  readonly CLOSED = 3;
+  readyState = 1;
+  bufferedAmount = 0;
+  send(data: string | Buffer): void {
+    this.sent.push(JSON.parse(data.toString()) as Record<string, unknown>);
+  }
+  close(): void {}
+  terminate(): void {}
+  ping(): void {}
+}
+
+export function testIdentity(): VerifiedIdentity {
+  return { tenantId: randomUUID(), userId: randomUUID(), expiresAt: Math.floor(Date.now() / 1000) + 3600, keySlot: 'primary', keyVersion: 1 };
+}
+
+/** A Connection on a FakeSocket with an in-memory bus and a hand-moved clock; `context` replaces any part of its context. */
+export function fakeConnection(opts: { identity?: VerifiedIdentity; batching?: boolean; context?: Partial<ConnectionContext> } = {}): { socket: FakeSocket; conn: Connection; ctx: ConnectionContext } {
+  const metrics = new RealtimeMetrics();
+  const bus: MessageBus = opts.context?.messages ?? new MemoryMessageBus({ maxMessages: 10, ttlS: 60 });
+  const ctx: ConnectionContext = {
+    hub: new TopicHub(bus),
+    messages: bus,
+    registry: new ConnectionRegistry({} as VerifierClient, metrics),
+    scheduler: new ManualScheduler(Date.now()),
+    metrics,
+    logger: createLogger({ service: 'realtime-test', level: 'silent' }),
+    maxSubscriptions: 10,
+    maxBufferedBytes: 1 << 20,
+    ...opts.context,
+  };
+  const socket = new FakeSocket();
+  const conn = new Connection(socket as unknown as WebSocket, opts.identity ?? testIdentity(), 'token', ctx, undefined, opts.batching ?? false);
+  return { socket, conn, ctx };
+}
