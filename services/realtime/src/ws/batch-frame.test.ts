@@ -1,5 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import type { Socket } from 'node:net';
+import { FakeVerifier } from '@service-relay/testkit';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { fakeConnection } from '../test-support/fake-connection';
+import { issueToken, startRealtime, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
+import { WsTestClient } from '../test-support/ws-test-client';
 import { batchFrame, MAX_BATCH_BYTES } from './batch-frame';
 
 const nextTick = () => new Promise<void>((resolve) => process.nextTick(resolve));
@@ -70,5 +74,41 @@ describe('batch frames (/ws?batch=1)', () => {
     const parts = [message(1), message(2)];
     expect(batchFrame(parts)).toBe(batchFrame([parts[0]!, parts[1]!]));
     expect(batchFrame([parts[1]!, parts[0]!])).not.toBe(batchFrame(parts));
+  });
+});
+
+describe('batch frames against a running realtime', () => {
+  const verifier = new FakeVerifier();
+  let rt: RealtimeInstance;
+  beforeAll(async () => {
+    await verifier.start();
+    rt = await startRealtime({ verifier });
+  });
+  afterAll(async () => {
+    await rt.stop();
+    await verifier.stop();
+  });
+
+  it('a burst of 50 publishes reaches a batch=1 subscriber in batch frames and a plain one frame by frame, the same messages in the same order', async () => {
+    const { identity } = issueToken(verifier);
+    const token = () => issueToken(verifier, { tenantId: identity.tenantId }).token;
+    const topic = topicFor(identity.tenantId, 'burst');
+    const batched = await WsTestClient.connect(`${rt.ws}?batch=1`, token());
+    const plain = await WsTestClient.connect(rt.ws, token());
+    const publisher = await WsTestClient.connect(rt.ws, token());
+    for (const c of [batched, plain]) expect(await c.request({ type: 'subscribe', topic })).toMatchObject({ type: 'subscribed' });
+    // One TCP write: realtime reads the 50 publishes together, so their deliveries share a tick.
+    const socket = (publisher.ws as unknown as { _socket: Socket })._socket;
+    socket.cork();
+    for (let i = 0; i < 50; i++) publisher.send({ type: 'publish', topic, data: i });
+    socket.uncork();
+    const inner = () => batched.frames.flatMap((f) => (f.type === 'batch' ? (f.frames as Array<Record<string, unknown>>) : f.type === 'message' ? [f] : []));
+    await vi.waitFor(() => expect(inner()).toHaveLength(50), { timeout: 10_000 });
+    const viaPlain = await plain.waitForMessages(topic, 50);
+    expect(inner()).toEqual(viaPlain);
+    expect(viaPlain.map((m) => m.data)).toEqual(Array.from({ length: 50 }, (_, i) => i));
+    expect(batched.frames.some((f) => f.type === 'batch')).toBe(true);
+    expect(plain.frames.some((f) => f.type === 'batch')).toBe(false);
+    await Promise.all([batched.close(), plain.close(), publisher.close()]);
   });
 });
