@@ -31,3 +31,14 @@ export interface VerifyStreamResponse {
   /** The verifier could not decide; the caller fails closed. */
   unavailable: boolean;
 }
+
+/** The most checks one VerifyBatchRequest may carry; a larger one ends the stream with INVALID_ARGUMENT. */
+export const MAX_VERIFY_BATCH = 256;
+
+export interface VerifyBatchRequest {
+  checks: VerifyStreamRequest[];
+}
+
+export interface VerifyBatchResponse {
+  results: VerifyStreamResponse[];
+}

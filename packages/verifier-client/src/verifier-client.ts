@@ -1,6 +1,16 @@
 import * as grpc from '@grpc/grpc-js';
 import { RelayError, traceHeaders, type Logger } from '@service-relay/core';
-import { internalClient, internalMetadata, VERIFIER_PROTO, VERIFIER_SERVICE, type VerifyStreamRequest, type VerifyStreamResponse } from '@service-relay/grpc';
+import {
+  internalClient,
+  internalMetadata,
+  MAX_VERIFY_BATCH,
+  VERIFIER_PROTO,
+  VERIFIER_SERVICE,
+  type VerifyBatchRequest,
+  type VerifyBatchResponse,
+  type VerifyStreamRequest,
+  type VerifyStreamResponse,
+} from '@service-relay/grpc';
 import { fromWire, type VerifyResult } from './verify-result';
 
 export interface VerifierClientOptions {
@@ -18,6 +28,17 @@ export interface VerifierClientOptions {
    * never leave new upgrades and requests without verifier capacity.
    */
   refreshShare?: number;
+  /**
+   * Most checks in one VerifyBatchStream message (default and upper bound
+   * MAX_VERIFY_BATCH, 256); more checks issued on one turn of the event loop
+   * go in several messages.
+   */
+  maxBatch?: number;
+  /**
+   * After a verifier answered UNIMPLEMENTED to VerifyBatchStream (it predates
+   * it), the streams opened within this use VerifyStream (default 60 s).
+   */
+  batchRetryMs?: number;
   logger?: Logger;
 }
 
@@ -36,29 +57,56 @@ interface Pending {
   refresh: boolean;
   /** The message as sent, to send again on a new stream (once) if this one breaks. */
   msg: VerifyStreamRequest;
+  /** Written to the current stream (false while it waits in the outbox for the next flush). */
+  written: boolean;
   resent: boolean;
   resolve: (r: VerifyResult) => void;
   reject: (e: RelayError) => void;
   deadline: number;
 }
 
+type BatchStream = grpc.ClientDuplexStream<VerifyBatchRequest, VerifyBatchResponse>;
+type SingleStream = grpc.ClientDuplexStream<VerifyStreamRequest, VerifyStreamResponse>;
+type OpenStream = { batch: true; call: BatchStream } | { batch: false; call: SingleStream };
+
 /**
- * Sends checks over one long-lived VerifyStream (a unary call per check costs
- * several times the check itself). When the stream breaks or ends (a verifier
- * stopping ends its streams), each pending check still within its deadline is
- * sent once more on a new stream: a check only reads, so sending it twice is
- * safe, and a rolling restart of the verifiers then answers no request
- * auth_unavailable. A check broken twice fails closed. grpc-js reconnects the
- * channel (to another verifier behind a Service).
+ * Sends checks over one long-lived stream (a unary call per check costs
+ * several times the check itself), many checks per message: the checks issued
+ * on one turn of the event loop are written together, on the next, as one
+ * VerifyBatchStream message (at most maxBatch each), because grpc-js and HTTP/2
+ * cost more per message than the check does. Answers come back by id, in any
+ * grouping; each check keeps its own deadline and its own verdict or
+ * `unavailable`.
+ *
+ * When the stream breaks or ends (a verifier stopping ends its streams), each
+ * pending check still within its deadline is sent once more on a new stream:
+ * a check only reads, so sending it twice is safe, and a rolling restart of the
+ * verifiers then answers no request auth_unavailable. A check broken twice
+ * fails closed. grpc-js reconnects the channel (to another verifier behind a
+ * Service).
+ *
+ * A verifier older than VerifyBatchStream answers it UNIMPLEMENTED before
+ * judging anything: the client then sends the same checks (not counted as a
+ * resend) on VerifyStream, one per message, and keeps to VerifyStream for the
+ * streams it opens during the next minute (batchRetryMs); the first stream opened after that
+ * tries VerifyBatchStream again, so a rolling upgrade ends with every caller
+ * batching.
  */
 export class StreamingVerifierClient implements VerifierClient {
   private readonly client: grpc.Client & Record<string, (...args: unknown[]) => unknown>;
   private readonly pending = new Map<number, Pending>();
-  private stream: grpc.ClientDuplexStream<VerifyStreamRequest, VerifyStreamResponse> | undefined;
+  private stream: OpenStream | undefined;
+  /** Checks issued since the last flush, in issue order. */
+  private outbox: Pending[] = [];
+  private flushScheduled = false;
+  /** Until then, new streams are VerifyStream (the verifier answered UNIMPLEMENTED to the batch RPC). */
+  private singleUntil = 0;
   private nextId = 1;
   private readonly deadlineMs: number;
   private readonly maxInFlight: number;
   private readonly maxRefreshInFlight: number;
+  private readonly maxBatch: number;
+  private readonly batchRetryMs: number;
   private refreshInFlight = 0;
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
@@ -70,6 +118,8 @@ export class StreamingVerifierClient implements VerifierClient {
     this.deadlineMs = opts.deadlineMs ?? 2000;
     this.maxInFlight = opts.maxInFlight ?? 4096;
     this.maxRefreshInFlight = Math.max(1, Math.floor(this.maxInFlight * (opts.refreshShare ?? 0.25)));
+    this.maxBatch = Math.min(MAX_VERIFY_BATCH, Math.max(1, Math.floor(opts.maxBatch ?? MAX_VERIFY_BATCH)));
+    this.batchRetryMs = opts.batchRetryMs ?? 60_000;
     // One sweep timer instead of a timer per call.
     this.sweeper = setInterval(() => this.expire(), Math.max(10, Math.floor(this.deadlineMs / 4)));
     this.sweeper.unref();
@@ -87,9 +137,39 @@ export class StreamingVerifierClient implements VerifierClient {
       // the check: the stream is shared, so the trace context is per message.
       const { traceparent } = traceHeaders();
       const msg: VerifyStreamRequest = traceparent === undefined ? { id, token } : { id, token, traceparent };
-      this.pending.set(id, { refresh, msg, resent: false, resolve, reject, deadline: Date.now() + this.deadlineMs });
-      this.openStream().write(msg);
+      const p: Pending = { refresh, msg, written: false, resent: false, resolve, reject, deadline: Date.now() + this.deadlineMs };
+      this.pending.set(id, p);
+      this.outbox.push(p);
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
     });
+  }
+
+  /** Writes the outbox: the checks issued since the last flush that are still pending. */
+  private flush(): void {
+    this.flushScheduled = false;
+    const out = this.outbox;
+    this.outbox = [];
+    if (this.closed) return;
+    const msgs: VerifyStreamRequest[] = [];
+    for (const p of out) {
+      // Settled meanwhile (deadline, closed): nothing to send.
+      if (this.pending.get(p.msg.id) !== p) continue;
+      p.written = true;
+      msgs.push(p.msg);
+    }
+    if (msgs.length > 0) this.write(msgs);
+  }
+
+  private write(msgs: VerifyStreamRequest[]): void {
+    const s = this.openStream();
+    if (s.batch) {
+      for (let i = 0; i < msgs.length; i += this.maxBatch) s.call.write({ checks: msgs.slice(i, i + this.maxBatch) });
+    } else {
+      for (const m of msgs) s.call.write(m);
+    }
   }
 
   /** Takes a check out of the pending set, releasing its share of the budget. */
@@ -101,6 +181,13 @@ export class StreamingVerifierClient implements VerifierClient {
     return p;
   }
 
+  private answer(msg: VerifyStreamResponse): void {
+    const p = this.settle(msg.id);
+    if (!p) return;
+    if (msg.unavailable || !msg.result) p.reject(new RelayError('auth_unavailable', 'verifier could not decide'));
+    else p.resolve(fromWire(msg.result));
+  }
+
   async ready(): Promise<boolean> {
     return new Promise((resolve) => {
       this.client.waitForReady(Date.now() + 1000, (err?: Error) => resolve(!err));
@@ -110,47 +197,63 @@ export class StreamingVerifierClient implements VerifierClient {
   close(): void {
     this.closed = true;
     clearInterval(this.sweeper);
+    this.outbox = [];
     this.failAll('verifier client closed');
-    this.stream?.cancel();
+    this.stream?.call.cancel();
     this.client.close();
   }
 
-  private openStream(): grpc.ClientDuplexStream<VerifyStreamRequest, VerifyStreamResponse> {
+  private openStream(): OpenStream {
     if (this.stream) return this.stream;
-    const stream = (this.client.VerifyStream as (md: grpc.Metadata) => grpc.ClientDuplexStream<VerifyStreamRequest, VerifyStreamResponse>)(this.metadata);
-    stream.on('data', (msg: VerifyStreamResponse) => {
-      const p = this.settle(msg.id);
-      if (!p) return;
-      if (msg.unavailable || !msg.result) p.reject(new RelayError('auth_unavailable', 'verifier could not decide'));
-      else p.resolve(fromWire(msg.result));
-    });
-    const broken = (why: string) => {
-      if (this.stream !== stream) return;
-      this.stream = undefined;
-      if (this.closed) return this.failAll(why);
-      const now = Date.now();
-      const again: VerifyStreamRequest[] = [];
-      for (const [id, p] of this.pending) {
-        if (p.resent || p.deadline <= now) {
-          this.settle(id);
-          p.reject(new RelayError('auth_unavailable', why));
-        } else {
-          p.resent = true;
-          again.push(p.msg);
-        }
+    const batch = Date.now() >= this.singleUntil;
+    let s: OpenStream;
+    if (batch) {
+      const call = (this.client.VerifyBatchStream as (md: grpc.Metadata) => BatchStream)(this.metadata);
+      call.on('data', (msg: VerifyBatchResponse) => {
+        for (const r of msg.results ?? []) this.answer(r);
+      });
+      s = { batch, call };
+    } else {
+      const call = (this.client.VerifyStream as (md: grpc.Metadata) => SingleStream)(this.metadata);
+      call.on('data', (msg: VerifyStreamResponse) => this.answer(msg));
+      s = { batch, call };
+    }
+    s.call.on('error', (err: grpc.ServiceError) => {
+      if (s.batch && err.code === grpc.status.UNIMPLEMENTED) {
+        this.opts.logger?.info({ code: err.code }, 'verifier predates VerifyBatchStream; using VerifyStream');
+        this.singleUntil = Date.now() + this.batchRetryMs;
+        return this.broken(s, 'verifier stream failed', false);
       }
-      if (again.length > 0) {
-        const next = this.openStream();
-        for (const m of again) next.write(m);
-      }
-    };
-    stream.on('error', (err: grpc.ServiceError) => {
       this.opts.logger?.warn({ code: err.code, details: err.details }, 'verifier stream failed');
-      broken('verifier stream failed');
+      this.broken(s, 'verifier stream failed', true);
     });
-    stream.on('end', () => broken('verifier stream ended'));
-    this.stream = stream;
-    return stream;
+    s.call.on('end', () => this.broken(s, 'verifier stream ended', true));
+    this.stream = s;
+    return s;
+  }
+
+  /**
+   * The stream `s` is over: its unanswered checks go once more on a new stream
+   * (`counts` false when the verifier judged none of them: UNIMPLEMENTED).
+   */
+  private broken(s: OpenStream, why: string, counts: boolean): void {
+    if (this.stream !== s) return;
+    this.stream = undefined;
+    if (this.closed) return this.failAll(why);
+    const now = Date.now();
+    const again: VerifyStreamRequest[] = [];
+    for (const [id, p] of this.pending) {
+      // Still in the outbox: the next flush writes it to the new stream.
+      if (!p.written) continue;
+      if (p.deadline <= now || (counts && p.resent)) {
+        this.settle(id);
+        p.reject(new RelayError('auth_unavailable', why));
+      } else {
+        if (counts) p.resent = true;
+        again.push(p.msg);
+      }
+    }
+    if (again.length > 0) this.write(again);
   }
 
   private failAll(why: string): void {

@@ -1,11 +1,26 @@
 import type * as grpc from '@grpc/grpc-js';
 import { contextFromMetadata, contextFromTraceparent, endSpan, startServerSpan, TRACING_OFF, type Logger, type TraceContext, type Tracing } from '@service-relay/core';
-import { grpcError, hasInternalToken, type VerifyRequest, type VerifyResponseWire, type VerifyStreamRequest, type VerifyStreamResponse } from '@service-relay/grpc';
+import {
+  grpcError,
+  hasInternalToken,
+  MAX_VERIFY_BATCH,
+  type VerifyBatchRequest,
+  type VerifyBatchResponse,
+  type VerifyRequest,
+  type VerifyResponseWire,
+  type VerifyStreamRequest,
+  type VerifyStreamResponse,
+} from '@service-relay/grpc';
 import { toWire } from '@service-relay/verifier-client';
 import type { TokenVerifier, VerifyOutcome } from './token/token-verifier';
 
 function wire(outcome: VerifyOutcome): VerifyResponseWire | undefined {
   return 'unavailable' in outcome ? undefined : toWire(outcome);
+}
+
+function answer(id: number, outcome: VerifyOutcome): VerifyStreamResponse {
+  const result = wire(outcome);
+  return { id, result: result ?? null, unavailable: result === undefined };
 }
 
 /**
@@ -60,8 +75,7 @@ export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, i
       };
       const send = (id: number, outcome: VerifyOutcome) => {
         if (closed) return;
-        const result = wire(outcome);
-        call.write({ id, result: result ?? null, unavailable: result === undefined });
+        call.write(answer(id, outcome));
       };
       // Each request is answered as soon as its own verdict is ready: one slow
       // key fetch never holds back the checks behind it.
@@ -82,6 +96,77 @@ export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, i
       call.on('error', (err: Error) => {
         closed = true;
         logger.debug({ err: err.message }, 'verify stream error');
+      });
+      call.on('cancelled', () => {
+        closed = true;
+      });
+    },
+
+    // VerifyStream with up to MAX_VERIFY_BATCH checks per message. Each check
+    // is the same check() as above (rules, metrics, span, `unavailable`);
+    // only the framing differs. The checks a request's message decides at once
+    // go back in one response; one waiting for key material is answered when
+    // it is ready, with the others that became ready on the same turn of the
+    // event loop, so it never holds back the rest.
+    VerifyBatchStream(call: grpc.ServerDuplexStream<VerifyBatchRequest, VerifyBatchResponse>) {
+      if (!hasInternalToken(call.metadata, internalToken)) {
+        call.emit('error', grpcError('invalid_internal_token'));
+        return;
+      }
+      let pending = 0;
+      let ended = false;
+      let closed = false;
+      let later: VerifyStreamResponse[] = [];
+      let flushing = false;
+      const finishIfDone = () => {
+        if (ended && pending === 0 && !flushing && !closed) {
+          closed = true;
+          call.end();
+        }
+      };
+      const flushLater = () => {
+        flushing = false;
+        const results = later;
+        later = [];
+        if (!closed && results.length > 0) call.write({ results });
+        finishIfDone();
+      };
+      call.on('data', (req: VerifyBatchRequest) => {
+        if (closed) return;
+        const checks = req.checks ?? [];
+        if (checks.length > MAX_VERIFY_BATCH) {
+          // A caller that ignores the bound fails all its checks on this
+          // stream, visibly: nothing of the batch is judged.
+          closed = true;
+          call.emit('error', grpcError('bad_request', `a VerifyBatchRequest carries at most ${MAX_VERIFY_BATCH} checks; this one carried ${checks.length}`));
+          return;
+        }
+        const now: VerifyStreamResponse[] = [];
+        for (const c of checks) {
+          const r = check(c.token ?? '', () => contextFromTraceparent(c.traceparent));
+          if (!(r instanceof Promise)) {
+            now.push(answer(c.id, r));
+            continue;
+          }
+          pending++;
+          void r.then((outcome) => {
+            pending--;
+            later.push(answer(c.id, outcome));
+            if (!flushing) {
+              flushing = true;
+              setImmediate(flushLater);
+            }
+          });
+        }
+        if (now.length > 0) call.write({ results: now });
+      });
+      call.on('end', () => {
+        ended = true;
+        finishIfDone();
+      });
+      call.on('error', (err: Error) => {
+        closed = true;
+        logger.debug({ err: err.message }, 'verify batch stream error');
       });
       call.on('cancelled', () => {
         closed = true;

@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { createLogger } from '@service-relay/core';
-import { clientConstructor, internalMetadata, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
+import { clientConstructor, internalMetadata, MAX_VERIFY_BATCH, VERIFIER_PROTO, VERIFIER_SERVICE, type VerifyBatchResponse, type VerifyStreamResponse } from '@service-relay/grpc';
 import { MemoryTenantEventBus } from '@service-relay/tenant-events';
 import { signToken } from '@service-relay/testkit';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
@@ -82,12 +82,109 @@ describe('auth-verifier server (gRPC + ops, fake registry, in-process bus)', () 
     expect(res).toMatchObject({ valid: false, reason: 'malformed' });
   });
 
-  it('VerifyStream echoes request ids through the shared client, valid and invalid mixed', async () => {
+  it('the shared client (VerifyBatchStream) matches answers to checks by id, valid and invalid mixed', async () => {
     const good = signToken({ secret: tenant.primary.secret, tenantId: tenant.tenantId, userId: randomUUID() });
     const bad = signToken({ secret: 'x'.repeat(43), tenantId: tenant.tenantId, userId: randomUUID() });
     const results = await Promise.all(Array.from({ length: 40 }, (_, i) => client.verify(i % 2 ? bad : good)));
     results.forEach((r, i) => expect(r.valid).toBe(i % 2 === 0));
     expect(results[1]).toEqual({ valid: false, reason: 'bad_signature' });
+  });
+
+  /**
+   * Writes `requests` on a raw VerifyStream or VerifyBatchStream and collects
+   * the answers until `expected` checks are answered or the stream ends.
+   */
+  const rawStream = (method: 'VerifyStream' | 'VerifyBatchStream', requests: unknown[], expected: number, metadata = internalMetadata(INTERNAL_TOKEN)) =>
+    new Promise<{ answers: VerifyStreamResponse[]; messages: number; err: grpc.ServiceError | undefined }>((resolve) => {
+      const call = (unary[method] as (md: grpc.Metadata, o: unknown) => grpc.ClientDuplexStream<unknown, VerifyBatchResponse & VerifyStreamResponse>)(metadata, {
+        deadline: Date.now() + 3000,
+      });
+      const answers: VerifyStreamResponse[] = [];
+      let messages = 0;
+      let err: grpc.ServiceError | undefined;
+      const finish = () => resolve({ answers, messages, err });
+      call.on('data', (msg: VerifyBatchResponse & VerifyStreamResponse) => {
+        messages++;
+        answers.push(...(method === 'VerifyBatchStream' ? msg.results : [msg]));
+        if (answers.length >= expected) call.end();
+      });
+      call.on('error', (e: grpc.ServiceError) => {
+        err = e;
+        finish();
+      });
+      call.on('end', finish);
+      for (const r of requests) call.write(r);
+      if (expected === 0) call.end();
+    });
+  const byId = (answers: VerifyStreamResponse[]) => new Map(answers.map((a) => [a.id, a]));
+  const verifications = async (result: string) => {
+    const text = await (await fetch(`http://127.0.0.1:${server.httpPort}/metrics`)).text();
+    let n = 0;
+    for (const m of text.matchAll(/^relay_verifier_verifications_total\{([^}]*)\} (\d+)/gm)) if (m[1]!.includes(`result="${result}"`)) n += Number(m[2]);
+    return n;
+  };
+
+  it('VerifyStream (one check per message) is still served, for callers older than VerifyBatchStream', async () => {
+    const good = signToken({ secret: tenant.primary.secret, tenantId: tenant.tenantId, userId: randomUUID() });
+    const { answers, err } = await rawStream('VerifyStream', [{ id: 7, token: good }, { id: 8, token: 'not-a-token' }], 2);
+    expect(err).toBeUndefined();
+    expect(byId(answers).get(7)).toMatchObject({ unavailable: false, result: { valid: true, tenant_id: tenant.tenantId } });
+    expect(byId(answers).get(8)).toMatchObject({ unavailable: false, result: { valid: false, reason: 'malformed' } });
+  });
+
+  it('VerifyBatchStream judges every check of a message by its id, counts each in the metrics, answers those decided at once in one message', async () => {
+    const good = () => signToken({ secret: tenant.primary.secret, tenantId: tenant.tenantId, userId: randomUUID() });
+    const bad = signToken({ secret: 'x'.repeat(43), tenantId: tenant.tenantId, userId: randomUUID() });
+    // The tenant's keys are cached by the tests above, so all 20 are decided at once.
+    expect((await client.verify(good())).valid).toBe(true);
+    const checks = Array.from({ length: 20 }, (_, i) => ({ id: 1000 + i, token: i % 4 === 3 ? bad : i % 4 === 2 ? 'not-a-token' : good() }));
+    const [valid0, invalid0] = [await verifications('valid'), await verifications('invalid')];
+    const { answers, messages, err } = await rawStream('VerifyBatchStream', [{ checks }], checks.length);
+    expect(err).toBeUndefined();
+    expect(messages).toBe(1);
+    const got = byId(answers);
+    checks.forEach((c, i) => {
+      const reason = i % 4 === 3 ? 'bad_signature' : i % 4 === 2 ? 'malformed' : '';
+      expect(got.get(c.id)).toMatchObject({ unavailable: false, result: { valid: reason === '', reason } });
+    });
+    expect(await verifications('valid')).toBe(valid0 + 10);
+    expect(await verifications('invalid')).toBe(invalid0 + 10);
+  });
+
+  it('VerifyBatchStream requires the internal token and refuses a message of more than MAX_VERIFY_BATCH checks, judging none of it', async () => {
+    const token = signToken({ secret: tenant.primary.secret, tenantId: tenant.tenantId, userId: randomUUID() });
+    const denied = await rawStream('VerifyBatchStream', [{ checks: [{ id: 1, token }] }], 1, internalMetadata(`${INTERNAL_TOKEN}x`));
+    expect(denied.err?.code).toBe(grpc.status.UNAUTHENTICATED);
+    expect(denied.answers).toEqual([]);
+    const valid0 = await verifications('valid');
+    const checks = Array.from({ length: MAX_VERIFY_BATCH + 1 }, (_, i) => ({ id: i + 1, token }));
+    const tooMany = await rawStream('VerifyBatchStream', [{ checks }], checks.length);
+    expect(tooMany.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(tooMany.err?.details).toContain(`at most ${MAX_VERIFY_BATCH} checks`);
+    expect(tooMany.answers).toEqual([]);
+    expect(await verifications('valid')).toBe(valid0);
+    // Exactly MAX_VERIFY_BATCH is fine.
+    const full = await rawStream('VerifyBatchStream', [{ checks: checks.slice(1) }], MAX_VERIFY_BATCH);
+    expect(full.err).toBeUndefined();
+    expect(full.answers.filter((a) => a.result?.valid)).toHaveLength(MAX_VERIFY_BATCH);
+  });
+
+  it('VerifyBatchStream answers unavailable for the checks it cannot decide and the verdict for the rest of the same message', async () => {
+    const known = signToken({ secret: tenant.primary.secret, tenantId: tenant.tenantId, userId: randomUUID() });
+    expect((await client.verify(known)).valid).toBe(true);
+    const t = registry.create();
+    const unknown = signToken({ secret: t.primary.secret, tenantId: t.tenantId, userId: randomUUID() });
+    registry.down = true;
+    try {
+      const { answers, err } = await rawStream('VerifyBatchStream', [{ checks: [{ id: 1, token: unknown }, { id: 2, token: known }, { id: 3, token: 'not-a-token' }] }], 3);
+      expect(err).toBeUndefined();
+      const got = byId(answers);
+      expect(got.get(1)).toMatchObject({ unavailable: true, result: null });
+      expect(got.get(2)).toMatchObject({ unavailable: false, result: { valid: true } });
+      expect(got.get(3)).toMatchObject({ unavailable: false, result: { valid: false, reason: 'malformed' } });
+    } finally {
+      registry.down = false;
+    }
   });
 
   it('obeys a tenant event before the publish returns', async () => {
