@@ -1,5 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
+import { FakeVerifier } from '@service-relay/testkit';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { issueToken, startRealtime, type RealtimeInstance } from '../../../services/realtime/src/test-support/realtime-harness';
+import { WsTestClient } from '../../../services/realtime/src/test-support/ws-test-client';
 import { createRelayClient, type RelayClient } from './index.js';
 import { EventRecorder } from './testing/event-recorder.js';
 import { readyFrame, StubRelay } from './testing/stub-relay.js';
@@ -56,5 +61,57 @@ describe('RelayClient batch frames', () => {
     peer.send({ type: 'batch', frames: [message(1), 7, { type: 'batch', frames: [] }, message(2)] });
     expect((await events.messages('room', 2)).map((m) => m.data)).toEqual([1, 2]);
     expect(events.all('error').filter((e) => (e as { code?: string }).code === 'protocol_error')).toHaveLength(3);
+  });
+});
+
+// The same against a running realtime: a burst read in one tick reaches the
+// client in batch frames, and it delivers exactly what a client without
+// batches gets frame by frame.
+describe('RelayClient batch frames against a realtime instance', () => {
+  const verifier = new FakeVerifier();
+  let rt: RealtimeInstance;
+  beforeAll(async () => {
+    await verifier.start();
+    rt = await startRealtime({ verifier });
+  });
+  afterAll(async () => {
+    await rt.stop();
+    await verifier.stop();
+  });
+
+  it('a burst of 50 publishes: every message once, in order, with the fields a plain subscriber sees', async () => {
+    const tenantId = randomUUID();
+    const token = () => issueToken(verifier, { tenantId }).token;
+    // Records the raw frames the client receives, to see that batches were used.
+    const raw: Array<{ type: string }> = [];
+    class RecordingWebSocket extends WebSocket {
+      constructor(url: string) {
+        super(url);
+        this.on('message', (d) => raw.push(JSON.parse(String(d)) as { type: string }));
+      }
+    }
+    const client = createRelayClient({ url: rt.ws, WebSocket: RecordingWebSocket, getToken: async () => token() });
+    const events = new EventRecorder(client);
+    const plain = await WsTestClient.connect(rt.ws, token());
+    const publisher = await WsTestClient.connect(rt.ws, token());
+    try {
+      await client.subscribe('burst');
+      const topic = `tenants/${tenantId}/channels/burst`;
+      expect(await plain.request({ type: 'subscribe', topic })).toMatchObject({ type: 'subscribed' });
+      // One TCP write: realtime reads the 50 publishes together, so their deliveries share a tick.
+      const socket = (publisher.ws as unknown as { _socket: Socket })._socket;
+      socket.cork();
+      for (let i = 0; i < 50; i++) publisher.send({ type: 'publish', topic, data: i });
+      socket.uncork();
+      const viaPlain = await plain.waitForMessages(topic, 50);
+      const got = await events.messages('burst', 50);
+      expect(got.map((m) => m.data)).toEqual(Array.from({ length: 50 }, (_, i) => i));
+      expect(got.map((m) => [m.id, m.userId, m.createdAt])).toEqual(viaPlain.map((m) => [m.id, m.user_id, m.created_at]));
+      expect(raw.some((f) => f.type === 'batch')).toBe(true);
+      expect(events.all('error')).toEqual([]);
+    } finally {
+      client.close();
+      await Promise.all([plain.close(), publisher.close()]);
+    }
   });
 });
