@@ -1,13 +1,13 @@
-import { createServer, type Agent } from 'node:http';
-import { createLogger, listen } from '@service-relay/core';
-import { createApp, createGatewayMetrics, createUpstreamAgent, type GatewayConfig } from '@service-relay/edge-gateway';
+import type { Agent, Server } from 'node:http';
+import { createLogger, DEFAULT_CONNECTION_LIMITS, listen } from '@service-relay/core';
+import { createApp, createGatewayMetrics, createListener, createUpstreamAgent, type GatewayConfig } from '@service-relay/edge-gateway';
 import type { VerifyResult } from '@service-relay/verifier-client';
 import { serveWorker } from '../lib/worker-runtime';
 
 /**
  * The gateway_auth_ratio baseline: the gateway's own app, built by its own
- * createApp() with the same agent, metrics and proxy as server.ts builds, but
- * without the auth step (createApp's bench-only switch; no configuration
+ * createApp() with the same agent, metrics and proxy as server.ts builds and
+ * served by the same listener (createListener), but without the auth step (createApp's bench-only switch; no configuration
  * variable reaches it).
  *
  * `authenticate: false` forwards no identity, and the upstream's /api/v1/me
@@ -25,7 +25,7 @@ interface StartArgs {
   identity: { tenantId: string; userId: string; expiresAt: number };
 }
 
-let server: ReturnType<typeof createServer> | undefined;
+let server: Server | undefined;
 let agent: Agent | undefined;
 
 async function start(args: StartArgs): Promise<{ port: number }> {
@@ -40,7 +40,7 @@ async function start(args: StartArgs): Promise<{ port: number }> {
   };
   agent = createUpstreamAgent();
   const verdict: VerifyResult = { valid: true, identity: { ...args.identity, keySlot: 'primary', keyVersion: 1 } };
-  const constant = { authenticate: async () => verdict, close: () => {} };
+  const constant = { check: () => verdict };
   const app = createApp({
     config,
     logger,
@@ -49,7 +49,8 @@ async function start(args: StartArgs): Promise<{ port: number }> {
     agent,
     ...(args.mode === 'off' ? { authenticate: false } : { authenticator: constant }),
   });
-  server = createServer(app);
+  // The gateway's own listener (connection guard included), with the bench stack's per-address cap.
+  server = createListener(app, { maxRequestHeaders: 100, connectionLimits: { ...DEFAULT_CONNECTION_LIMITS, maxPerAddress: 19_000 } }, logger);
   return { port: await listen(server, 0, '127.0.0.1') };
 }
 

@@ -1,4 +1,4 @@
-import { createServer as createHttpServer } from 'node:http';
+import { createServer as createHttpServer, type RequestListener, type Server as HttpServer } from 'node:http';
 import { closeServer, createLogger, guardConnections, listen, startTracing, systemClock, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
@@ -55,18 +55,12 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
     authenticator,
     readiness: gatewayReadiness(verifier, { registry: config.registryUrl, ...realtimeChecks(config.realtimeUrls) }),
   });
-  // Node keeps only the first maxHeadersCount fields; one past the cap is
-  // enough for create-app to see the excess and answer 431. Truncation can
-  // drop a trailing Host, so Node must not answer a bare 400 for that first:
-  // create-app checks Host itself, after the count.
   // One span per request; upstreams (realtime, the registry) and the verifier
   // check continue it: the proxy copies the traceparent this sets.
-  const server = createHttpServer({ requireHostHeader: false }, traceRequests(tracing, app, { forward: true }));
-  server.maxHeadersCount = config.maxRequestHeaders + 1;
+  const server = createListener(traceRequests(tracing, app, { forward: true }), config, logger);
   // One public origin: WebSocket upgrades on /ws go to realtime (which verifies the token), under the same connection guard.
   const wsProxy = createWsProxy({ realtime: roundRobin(config.realtimeUrls), timeoutMs: config.upstreamTimeoutMs, maxRequestHeaders: config.maxRequestHeaders, trustProxy: config.trustProxy, logger, metrics });
   server.on('upgrade', traceUpgrades(tracing, wsProxy.handle));
-  guardConnections(server, config.connectionLimits, logger);
   let port = 0;
 
   return {
@@ -94,6 +88,23 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
       if (!deps.tracing) await tracing.shutdown();
     },
   };
+}
+
+/**
+ * The public HTTP listener around the gateway's request handler, under the
+ * connection guard (caps, first-byte timeout). The bench's no-auth gateway
+ * uses the same one, so its figures differ from ours by the auth step only.
+ * Upgrades are the caller's to add, before it listens.
+ */
+export function createListener(handler: RequestListener, config: Pick<GatewayConfig, 'maxRequestHeaders' | 'connectionLimits'>, logger?: Logger): HttpServer {
+  // Node keeps only the first maxHeadersCount fields; one past the cap is
+  // enough for create-app to see the excess and answer 431. Truncation can
+  // drop a trailing Host, so Node must not answer a bare 400 for that first:
+  // create-app checks Host itself, after the count.
+  const server = createHttpServer({ requireHostHeader: false }, handler);
+  server.maxHeadersCount = config.maxRequestHeaders + 1;
+  guardConnections(server, config.connectionLimits, logger);
+  return server;
 }
 
 /** One readiness check per realtime instance: `realtime`, then `realtime_2`, `realtime_3`, … */

@@ -29,20 +29,20 @@ describe('Authenticator', () => {
   it('makes one verifier call for a burst of the same token', async () => {
     const { auth, waiting } = setup();
     const identity = fakeIdentity();
-    const all = Promise.all([auth.authenticate('t'), auth.authenticate('t'), auth.authenticate('t')]);
+    const all = Promise.all([auth.check('t'), auth.check('t'), auth.check('t')]);
     expect(waiting).toHaveLength(1);
     waiting[0]!({ valid: true, identity });
     expect((await all).every((r) => r.valid)).toBe(true);
-    expect((await auth.authenticate('t')).valid).toBe(true);
+    expect((await auth.check('t')).valid).toBe(true);
     expect(waiting).toHaveLength(1);
   });
 
   it('does not join or cache a check that started before a tenant event', async () => {
     const { auth, bus, cache, waiting } = setup();
     const identity = fakeIdentity();
-    const early = auth.authenticate('t');
+    const early = auth.check('t');
     await bus.push({ tenant_id: identity.tenantId, kind: 'disabled', version: 2, revoked_key_versions: [] });
-    const late = auth.authenticate('t');
+    const late = auth.check('t');
     expect(waiting).toHaveLength(2);
     waiting[0]!({ valid: true, identity });
     waiting[1]!({ valid: false, reason: 'tenant_disabled' });

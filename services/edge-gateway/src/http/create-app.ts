@@ -18,7 +18,7 @@ export interface AppOptions {
   readiness: ReadinessCheck;
   /** Keep-alive agent for both upstreams; the owner destroys it on stop. */
   agent: Agent;
-  authenticator?: Pick<Authenticator, 'authenticate'>;
+  authenticator?: Pick<Authenticator, 'check'>;
   /**
    * false only for tests and the bench (to measure what auth costs); no
    * configuration variable reaches this, so production always authenticates.
@@ -124,7 +124,8 @@ export function createApp(opts: AppOptions): Express {
       if (token === undefined) return fail(res, 'invalid_or_missing_token', INVALID_TOKEN_HEADERS);
       let result;
       try {
-        result = await authenticator!.authenticate(token);
+        const verdict = authenticator!.check(token);
+        result = verdict instanceof Promise ? await verdict : verdict;
       } catch (err) {
         logger.warn({ request_id: ctx.requestId, err: (err as Error).message }, 'token check unavailable');
         return fail(res, 'auth_unavailable');
