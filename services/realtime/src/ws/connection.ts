@@ -153,6 +153,13 @@ export class Connection implements TrackedConnection {
     this.ctx.metrics.closed(code);
     this.cleanUp();
     this.ws.close(code, reason);
+    // Half-close right behind the close frame instead of after the client's
+    // close reply: the client completes the handshake (its reply, its FIN)
+    // without waiting for this process to read that reply, which a disable
+    // of 10,000 connections queued behind 10,000 others (bench/README.md
+    // "Scale"). Reading stays open, so the reply is still read and the
+    // socket closes at the client's FIN (or ws's close timer).
+    (this.ws as unknown as { _socket?: Socket })._socket?.end();
   }
 
   /** Closes and resolves once the peer answered (or after a grace period, cut hard). */
