@@ -75,6 +75,34 @@ describe('edge-gateway: forwarding, limits and errors', () => {
     expect(await res.text()).toBe('{"errors":["upstream_timeout"]}');
   });
 
+  it('abandons the upstream request when the client goes away before the answer', async () => {
+    // A long upstream timeout: only the client's leaving can end the upstream request here.
+    const g = await startGatewayHarness({ verifier: h.verifier, registry: h.registry, realtime: h.realtime, env: { UPSTREAM_TIMEOUT_MS: '60000' } });
+    let reached!: () => void;
+    const arrived = new Promise<void>((resolve) => (reached = resolve));
+    let upstreamClosed!: (finished: boolean) => void;
+    const closed = new Promise<boolean>((resolve) => (upstreamClosed = resolve));
+    h.realtime.handler = (_req, res) => {
+      res.once('close', () => upstreamClosed(res.writableFinished));
+      reached();
+    };
+    try {
+      const client = new AbortController();
+      const answer = fetch(`${g.url}/api/v1/me`, { headers: auth, signal: client.signal }).then(
+        () => 'answered',
+        () => 'aborted',
+      );
+      await arrived;
+      client.abort();
+      expect(await answer).toBe('aborted');
+      // The upstream saw its request's connection go, its answer never finished.
+      expect(await closed).toBe(false);
+    } finally {
+      h.realtime.handler = echoHandler;
+      await g.stop();
+    }
+  });
+
   it('answers 502 upstream_unavailable when the upstream refuses connections', async () => {
     const gone = await startStubUpstream();
     await gone.close();

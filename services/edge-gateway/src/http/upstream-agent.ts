@@ -2,9 +2,8 @@ import { Agent } from 'node:http';
 
 /**
  * The keep-alive agent for upstream requests (keep-alive roughly doubles
- * throughput). maxSockets stays unbounded because upstream-proxy writes the
- * buffered body as soon as a socket is assigned, which must happen before the
- * request is ended.
+ * throughput). maxSockets stays unbounded: a request waiting for a pooled
+ * socket would wait in the gateway, not at the upstream that can answer it.
  *
  * `timeout` matters for correctness: Node's agent only honours an upstream's
  * `Keep-Alive: timeout=N` hint (retiring idle sockets a second early) when it

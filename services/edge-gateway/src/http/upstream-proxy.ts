@@ -94,10 +94,11 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
       try {
         proxyReq = request({ agent, host: target.hostname, port: target.port, method: req.method, path: req.url, headers: outgoingHeaders(req, target.host) });
       } catch (err) {
-        // Nothing a client sends may throw past this point unanswered.
+        // Nothing a client sends may throw past this point unanswered (Node's
+        // client refuses a few request-target bytes its server accepts).
         clearTimeout(state.timer);
         opts.logger.warn({ upstream: opts.name, err: (err as Error).message }, 'could not forward the request');
-        sendError(res, 'invalid_body', {}, CLOSE_IF_UNREAD);
+        sendError(res, 'bad_request', {}, CLOSE_IF_UNREAD);
         return;
       }
       state.proxyReq = proxyReq;
@@ -107,7 +108,15 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
           proxyRes.destroy();
           return;
         }
-        res.writeHead(proxyRes.statusCode ?? 502, responseHeaders(proxyRes.rawHeaders));
+        try {
+          res.writeHead(proxyRes.statusCode ?? 502, responseHeaders(proxyRes.rawHeaders));
+        } catch (err) {
+          // Node's parser already refused what writeHead would; still, nothing may throw past here unanswered.
+          proxyRes.destroy();
+          opts.logger.warn({ upstream: opts.name, err: (err as Error).message }, 'upstream answer could not be passed on');
+          sendError(res, 'upstream_unavailable', {}, CLOSE_IF_UNREAD);
+          return;
+        }
         proxyRes.on('error', () => res.destroy());
         proxyRes.pipe(res);
       });
