@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -70,6 +71,30 @@ export async function startRealtime(opts: InstanceOptions): Promise<RealtimeInst
     stop: async () => {
       await server.stop();
       if (historyDir) rmSync(historyDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A FakeVerifier and one realtime instance for the enclosing describe block:
+ * started before its tests, stopped after them.
+ */
+export function useRealtime(opts: Omit<InstanceOptions, 'verifier'> = {}): { verifier: FakeVerifier; readonly rt: RealtimeInstance } {
+  const verifier = new FakeVerifier();
+  let rt: RealtimeInstance | undefined;
+  beforeAll(async () => {
+    await verifier.start();
+    rt = await startRealtime({ ...opts, verifier });
+  });
+  afterAll(async () => {
+    await rt?.stop();
+    await verifier.stop();
+  });
+  return {
+    verifier,
+    get rt() {
+      if (!rt) throw new Error('useRealtime: the instance starts in beforeAll');
+      return rt;
     },
   };
 }

@@ -1,7 +1,6 @@
 import { connect, type Socket } from 'node:net';
-import { FakeVerifier } from '@service-relay/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { issueToken, startRealtime, type RealtimeInstance } from '../test-support/realtime-harness';
+import { describe, expect, it } from 'vitest';
+import { issueToken, useRealtime } from '../test-support/realtime-harness';
 
 /** A WebSocket client on a raw socket: it upgrades, then only records what arrives; it never answers a close. */
 async function silentClient(port: number, token: string): Promise<{ socket: Socket; received: () => Buffer; ended: Promise<void> }> {
@@ -40,19 +39,10 @@ function closeCodeIn(bytes: Buffer): number | undefined {
 }
 
 describe('closing a connection', () => {
-  const verifier = new FakeVerifier();
-  let rt: RealtimeInstance;
-
-  beforeAll(async () => {
-    await verifier.start();
-    rt = await startRealtime({ verifier });
-  });
-  afterAll(async () => {
-    await rt.stop();
-    await verifier.stop();
-  });
+  const running = useRealtime();
 
   it('sends the close frame and then ends its side at once: a client that has not answered yet sees the code and the end of the stream', async () => {
+    const { rt, verifier } = running;
     const { token, identity } = issueToken(verifier);
     const client = await silentClient(rt.server.port, token);
     try {

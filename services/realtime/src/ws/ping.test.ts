@@ -1,6 +1,5 @@
-import { FakeVerifier } from '@service-relay/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { issueToken, startRealtime, type RealtimeInstance } from '../test-support/realtime-harness';
+import { describe, expect, it } from 'vitest';
+import { issueToken, useRealtime } from '../test-support/realtime-harness';
 import { WsTestClient } from '../test-support/ws-test-client';
 import { parseClientFrame } from './client-frame';
 
@@ -8,17 +7,7 @@ import { parseClientFrame } from './client-frame';
 // learn that the connection is alive end to end; WebSocket pings are invisible
 // to browser scripts.
 describe('ping frame', () => {
-  const verifier = new FakeVerifier();
-  let rt: RealtimeInstance;
-
-  beforeAll(async () => {
-    await verifier.start();
-    rt = await startRealtime({ verifier });
-  });
-  afterAll(async () => {
-    await rt.stop();
-    await verifier.stop();
-  });
+  const running = useRealtime();
 
   it('parses with or without a ref; other members are ignored', () => {
     expect(parseClientFrame('{"type":"ping"}')).toEqual({ ok: true, frame: { type: 'ping', ref: undefined } });
@@ -26,8 +15,8 @@ describe('ping frame', () => {
   });
 
   it('is answered pong with the ref echoed, before and after subscribing, and needs no topic', async () => {
-    const { token } = issueToken(verifier);
-    const c = await WsTestClient.connect(rt.ws, token);
+    const { token } = issueToken(running.verifier);
+    const c = await WsTestClient.connect(running.rt.ws, token);
     expect(await c.request({ type: 'ping' })).toEqual({ type: 'pong', ref: expect.any(String) });
     c.send({ type: 'ping' });
     expect(await c.next('pong')).toEqual({ type: 'pong' });
