@@ -6,9 +6,9 @@ import { serveWorker } from '../lib/worker-runtime';
 
 /**
  * The gateway_auth_ratio baseline: the gateway's own app, built by its own
- * createApp() with the same agent, metrics and proxy as server.ts builds and
- * served by the same listener (createListener), but without the auth step (createApp's bench-only switch; no configuration
- * variable reaches it).
+ * createApp() with the same agent, metrics and forwarder as server.ts builds,
+ * served by the same listener (createListener), but without the auth step
+ * (createApp's bench-only switch; no configuration variable reaches it).
  *
  * `authenticate: false` forwards no identity, and the upstream's /api/v1/me
  * then does different work (it refuses the request). So by default the auth

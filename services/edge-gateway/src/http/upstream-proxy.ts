@@ -47,13 +47,14 @@ function sendAgain(err: NodeJS.ErrnoException, req: IncomingMessage, proxyReq: C
  * Forwards an already-read body to one upstream over a keep-alive agent.
  *
  * Written on node:http rather than http-proxy-middleware, by measurement
- * (issue #15, `npm run bench -- --only=gateway`, bench/README.md "Gateway"):
- * through http-proxy-middleware the gateway process spent ~190 of its ~205
- * CPU-µs per authenticated request in express + the proxy, and the proxy
- * part (per-request option merging, URL joins, the web-incoming and
- * web-outgoing passes setting response headers one by one, two stream pipes)
- * was the larger share. Here the request goes out with its headers as one
- * flat list and the answer comes back with one writeHead. The rules are the
+ * (issue #15, `npm run bench -- --only=gateway`, bench/README.md "Latest table"):
+ * profiled back to back on one machine, the gateway process spent 344
+ * CPU-µs per authenticated request through http-proxy-middleware (per-request
+ * option merging, URL joins, the web-incoming and web-outgoing passes setting
+ * response headers one by one, two stream pipes) and 205 through this;
+ * unprofiled, 184–191 against 261–278 for the express + jose +
+ * http-proxy-middleware monolith. Here the request goes out with its headers
+ * as one flat list and the answer comes back with one writeHead. The rules are the
  * ones the middleware was configured for: the Host of the target, the
  * upstream's hop-by-hop headers dropped, our X-Request-Id kept, the upstream
  * answer cut off when the client goes away.
