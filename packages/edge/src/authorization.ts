@@ -37,14 +37,13 @@ export function authorizationOf(req: Pick<IncomingMessage, 'rawHeaders' | 'heade
   const first = req.headers.authorization;
   if (first === undefined) return undefined;
   const raw = req.rawHeaders;
+  // Made only when a second field appears: one field is the common case.
   let all: string[] | undefined;
   let seen = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
-    if (name.length !== 13 || name.toLowerCase() !== 'authorization') continue;
-    seen++;
-    if (seen === 2) all = [first];
-    if (seen >= 2) all!.push(raw[i + 1]!);
+    if (name.length !== 13 || name.toLowerCase() !== 'authorization' || seen++ === 0) continue;
+    (all ??= [first]).push(raw[i + 1]!);
   }
   return all ? all.join(', ') : first;
 }

@@ -182,7 +182,7 @@ function outgoingHeaders(req: IncomingMessage, host: string): string[] {
 function responseHeaders(raw: readonly string[]): string[] {
   let listed: string[] | undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i]!.toLowerCase() === 'connection') (listed ??= []).push(...raw[i + 1]!.toLowerCase().split(',').map((n) => n.trim()));
+    if (raw[i]!.toLowerCase() === 'connection') (listed ??= []).push(...connectionListed(raw[i + 1]));
   }
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
@@ -224,8 +224,13 @@ const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'te', 'trailer', '
 
 /** Removes hop-by-hop headers, `proxy-*` and whatever `connection` lists. */
 function dropHopByHop(h: Record<string, unknown>, names: ReadonlySet<string>): void {
-  const listed = typeof h.connection === 'string' ? h.connection.toLowerCase().split(',').map((n) => n.trim()) : [];
+  const listed = connectionListed(h.connection);
   for (const name of Object.keys(h)) {
     if (names.has(name) || name.startsWith('proxy-') || listed.includes(name)) delete h[name];
   }
+}
+
+/** The header names a `Connection` value lists (they are hop-by-hop too). */
+function connectionListed(value: unknown): string[] {
+  return typeof value === 'string' ? value.toLowerCase().split(',').map((n) => n.trim()) : [];
 }

@@ -1,6 +1,5 @@
 import { DEFAULT_CHANNEL_RULES, MAX_DATA_BYTES, RelayError, codeOf, presenceEnabled, type ChannelAction, type ChannelRules, type ErrorCode, type Logger } from '@service-relay/core';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
-import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import { channelAccess } from '../authz/channel-access';
 import { DEFAULT_RULES_LOOKUP, type ChannelRulesLookup } from '../authz/channel-rules-cache';
@@ -18,7 +17,7 @@ import { CLOSE_TRY_AGAIN_LATER, CLOSE_UNAUTHORIZED } from './close-codes';
 import { parseClientFrame, replyFrame, type ClientFrame, type Ref } from './client-frame';
 import type { ConnectionRegistry, TrackedConnection } from './connection-registry';
 import { batchFrame, MAX_BATCH_BYTES } from './batch-frame';
-import { writeTextFrame } from './server-frame';
+import { socketOf, writeTextFrame } from './server-frame';
 import { Subscription, type SubscriptionPresence } from './subscription';
 
 const TEXT = { binary: false } as const;
@@ -159,7 +158,7 @@ export class Connection implements TrackedConnection {
     // of 10,000 connections queued behind 10,000 others (bench/README.md
     // "Scale"). Reading stays open, so the reply is still read and the
     // socket closes at the client's FIN (or ws's close timer).
-    (this.ws as unknown as { _socket?: Socket })._socket?.end();
+    socketOf(this.ws)?.end();
   }
 
   /** Closes and resolves once the peer answered (or after a grace period, cut hard). */
@@ -233,7 +232,7 @@ export class Connection implements TrackedConnection {
   private flushAtEndOfTick(): void {
     if (this.tickPending) return;
     this.tickPending = true;
-    const socket = (this.ws as unknown as { _socket?: Socket })._socket;
+    const socket = socketOf(this.ws);
     socket?.cork();
     process.nextTick(() => {
       this.tickPending = false;

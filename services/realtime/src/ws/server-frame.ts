@@ -43,6 +43,11 @@ interface WsInternals {
   _sender?: { _state?: number; _queue?: unknown[] };
 }
 
+/** The socket under a ws WebSocket (ws keeps it private): corked, written to and ended directly here. */
+export function socketOf(ws: WebSocket): Socket | undefined {
+  return (ws as unknown as WsInternals)._socket;
+}
+
 /**
  * Writes `payload` as one text frame straight to the socket: ws's own send
  * builds a header per socket and writes header and payload as two chunks,
