@@ -96,9 +96,10 @@ async function measure(target: Target, spawn: (name: string, opts?: { label?: st
   await sleep(MEASURE_S * 1000);
   const cpuAfter = await target.server.usage();
   const window = await Promise.all(clients.map((c) => c.call<{ latencies: number[]; delivered: number }>('stats')));
-  const { sent, errors } = await publisher.call<{ sent: number; errors: number }>('publishStop');
-  // Every message sent must reach its 50 subscribers (bounded wait for the last ones in flight).
-  const expected = sent * PER_CHANNEL;
+  const { sent, acked, errors } = await publisher.call<{ sent: number; acked: number; errors: number }>('publishStop');
+  if (acked + errors < sent) throw new Error(`${target.label}: ${sent - acked - errors} of ${sent} publishes unanswered 5 s after the last`);
+  // Every message realtime acknowledged must reach its 50 subscribers (bounded wait for the last ones in flight).
+  const expected = acked * PER_CHANNEL;
   let deliveredTotal = 0;
   for (let i = 0; i < 100; i++) {
     deliveredTotal = (await Promise.all(clients.map((c) => c.call<{ deliveredTotal: number }>('stats')))).reduce((s, r) => s + r.deliveredTotal, 0);

@@ -140,6 +140,8 @@ interface Publisher {
   ws: WebSocket;
   topics: string[];
   sent: number;
+  /** `published` replies: the messages realtime accepted, which every subscriber must receive. */
+  acked: number;
   errors: number;
 }
 let publishers: Publisher[] = [];
@@ -151,9 +153,10 @@ async function publishStart(args: { base: string; tenants: Array<{ key: TenantKe
       const ws = new WebSocket(relay.url(args.base), { headers: relay.headers(signToken(key)), perMessageDeflate: false });
       ws.on('error', () => {});
       await relay.handshake(ws, 'ready', undefined);
-      const p: Publisher = { ws, topics, sent: 0, errors: 0 };
+      const p: Publisher = { ws, topics, sent: 0, acked: 0, errors: 0 };
       ws.on('message', (data: Buffer) => {
-        if (data.indexOf('"type":"error"') >= 0) p.errors += 1;
+        if (data.indexOf('"type":"published"') >= 0) p.acked += 1;
+        else if (data.indexOf('"type":"error"') >= 0) p.errors += 1;
       });
       return p;
     }),
@@ -182,7 +185,12 @@ function publishStopNow(): void {
 
 async function publishStop() {
   publishStopNow();
-  const result = { sent: publishers.reduce((s, p) => s + p.sent, 0), errors: publishers.reduce((s, p) => s + p.errors, 0) };
+  // Every publish answered before the socket goes: terminating at once dropped the
+  // last frames still on their way (counted as sent, never seen by realtime).
+  const answered = () => publishers.every((p) => p.acked + p.errors >= p.sent);
+  for (let i = 0; i < 100 && !answered(); i++) await new Promise((r) => setTimeout(r, 50));
+  const sum = (f: (p: Publisher) => number) => publishers.reduce((s, p) => s + f(p), 0);
+  const result = { sent: sum((p) => p.sent), acked: sum((p) => p.acked), errors: sum((p) => p.errors) };
   for (const p of publishers) p.ws.terminate();
   publishers = [];
   return result;

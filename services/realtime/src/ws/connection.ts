@@ -30,7 +30,7 @@ function onMessage(this: WebSocket, data: Buffer | ArrayBuffer | Buffer[], isBin
 }
 
 function onPong(this: WebSocket): void {
-  connectionOf(this).alive = true;
+  connectionOf(this).pingedAt = 0;
 }
 
 function onClose(this: WebSocket, code: number): void {
@@ -104,8 +104,8 @@ export class Connection implements TrackedConnection {
   private publishBucket: TokenBucket | undefined;
   /** This connection's presence membership id, made on its first presence subscribe. */
   private presenceId: string | undefined;
-  /** Cleared on every ping, set by the pong; a peer that stays silent a whole interval is dead. */
-  alive = true;
+  /** The ping sweep's step of the ping not answered yet, 0 once answered (ws/ping-sweep.ts). */
+  pingedAt = 0;
 
   constructor(
     private readonly ws: WebSocket,
@@ -178,17 +178,16 @@ export class Connection implements TrackedConnection {
     this.identity = identity;
   }
 
-  ping(): void {
-    if (!this.alive) {
-      if (this.closeCode === undefined) {
-        this.closeCode = 1006;
-        this.ctx.metrics.closed(1006);
-      }
-      this.ws.terminate();
-      return;
-    }
-    this.alive = false;
+  sendPing(): void {
     this.ws.ping();
+  }
+
+  dropSilent(): void {
+    if (this.closeCode === undefined) {
+      this.closeCode = 1006;
+      this.ctx.metrics.closed(1006);
+    }
+    this.ws.terminate();
   }
 
   /**
