@@ -36,6 +36,12 @@ export interface StartOptions {
   readyTimeoutMs?: number;
 }
 
+function profilingFlags(label: string): string[] {
+  const only = process.env.BENCH_NODE_FLAGS_FOR?.split(',').filter(Boolean);
+  if (only && !only.includes(label)) return [];
+  return process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
+}
+
 const BENCH_DIR = fileURLToPath(new URL('../../', import.meta.url));
 
 /**
@@ -48,8 +54,9 @@ export async function startWorker(name: string, opts: StartOptions = {}): Promis
   const label = opts.label ?? name;
   const child = fork(file, [], {
     cwd: BENCH_DIR,
-    // BENCH_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") goes to every child, for profiling.
-    execArgv: ['--import', 'tsx', ...(opts.nodeFlags ?? []), ...(process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [])],
+    // BENCH_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") goes to every child, for profiling,
+    // or only to the children labelled in BENCH_NODE_FLAGS_FOR (e.g. "realtime,gateway").
+    execArgv: ['--import', 'tsx', ...(opts.nodeFlags ?? []), ...profilingFlags(label)],
     env: { ...process.env, ...opts.env, BENCH_WORKER_LABEL: label },
     stdio: ['ignore', verbose ? 'inherit' : 'ignore', 'inherit', 'ipc'],
   });
