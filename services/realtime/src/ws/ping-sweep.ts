@@ -36,14 +36,12 @@ export function startPingSweep(connections: Iterable<Pingable> & { readonly size
   const judgeAfter = Math.ceil(steps / 2);
   let step = 0;
   let cursor: Iterator<Pingable> = connections[Symbol.iterator]();
-  let quota = 0;
   const timer = setInterval(() => {
     step += 1;
-    if ((step - 1) % steps === 0) {
-      // A new interval: from the first connection again, at the pace that reaches the last by its end.
-      cursor = connections[Symbol.iterator]();
-      quota = Math.ceil(connections.size / steps);
-    }
+    // A new interval starts from the first connection again.
+    if ((step - 1) % steps === 0) cursor = connections[Symbol.iterator]();
+    // The pace that reaches the last connection by the interval's end, kept up as connections come and go.
+    const quota = Math.ceil(connections.size / steps);
     for (let i = 0; i < quota; i++) {
       const next = cursor.next();
       if (next.done) return;
