@@ -10,7 +10,7 @@ import { RegistryRulesClient } from './grpc/registry-rules-client';
 import { createRestHandler } from './http/rest-api';
 import { createServerApiHandler, SERVER_API_PREFIX, type PresenceLister } from './http/server-api';
 import { createTenantConnections } from './limits/create-tenant-connections';
-import type { TenantSlot } from './limits/tenant-connections';
+import type { TenantConnections, TenantSlot } from './limits/tenant-connections';
 import { createMessageBus } from './messaging/create-message-bus';
 import type { MessageBus } from './messaging/message-bus';
 import { RealtimeMetrics } from './metrics';
@@ -49,6 +49,8 @@ export interface RealtimeDeps {
   presence?: PresenceLister;
   /** Tests inject one with an in-memory exporter; otherwise made from config.tracing (and shut down at stop). */
   tracing?: Tracing;
+  /** MAX_CONNECTIONS_PER_TENANT's counter; default: on Redis or in this process by REDIS_URL. */
+  tenantConnections?: TenantConnections;
 }
 
 export interface RealtimeServer {
@@ -85,7 +87,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const ownsRulesSource = !deps.channelRules;
   const rulesSource = deps.channelRules ?? new RegistryRulesClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: RULES_DEADLINE_MS });
   const channelRules = new ChannelRulesCache({ source: rulesSource, feed, logger });
-  const tenantConnections = createTenantConnections(config.redis, { limit: config.maxConnectionsPerTenant, scheduler, logger });
+  const tenantConnections = deps.tenantConnections ?? createTenantConnections(config.redis, { limit: config.maxConnectionsPerTenant, scheduler, logger });
   const presence = new Presence(createPresenceStore(config.redis, { ttlMs: config.presenceTtlMs, scheduler, logger }), metrics, logger);
   const connections = new Set<Connection>();
   const ctx: ConnectionContext = {

@@ -11,6 +11,7 @@ import { loadConfig, type RealtimeConfig } from '../config';
 import type { MessageBus } from '../messaging/message-bus';
 import { createServer, type RealtimeServer } from '../server';
 import type { ChannelRulesSource } from '../authz/channel-rules-source';
+import type { TenantConnections } from '../limits/tenant-connections';
 import { MemoryRulesSource } from './memory-rules-source';
 
 export const TEST_INTERNAL_TOKEN = 'realtime-internal-token-for-tests-0123456789';
@@ -37,6 +38,8 @@ export interface InstanceOptions {
   pingIntervalMs?: number;
   /** The tenants' channel rules as the registry would answer them; default: a MemoryRulesSource of this instance's own. */
   channelRules?: ChannelRulesSource;
+  /** MAX_CONNECTIONS_PER_TENANT's counter; default: the one REDIS_URL picks. */
+  tenantConnections?: TenantConnections;
 }
 
 /** One realtime server on port 0 in front of a fake verifier. */
@@ -58,6 +61,7 @@ export async function startRealtime(opts: InstanceOptions): Promise<RealtimeInst
     ...(opts.messages && { messages: opts.messages }),
     ...(opts.clock && { clock: opts.clock }),
     ...(opts.pingIntervalMs && { pingIntervalMs: opts.pingIntervalMs }),
+    ...(opts.tenantConnections && { tenantConnections: opts.tenantConnections }),
     channelRules: opts.channelRules ?? new MemoryRulesSource(),
   });
   await server.start();

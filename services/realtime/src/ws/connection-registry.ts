@@ -63,6 +63,11 @@ export class ConnectionRegistry {
     return this.count;
   }
 
+  /** Changes whenever a revocation is applied: a verdict obtained before a change is not proof after it. */
+  get revocationEpoch(): number {
+    return this.epoch;
+  }
+
   /** Called before a revocation is applied. */
   bumpEpoch(): void {
     this.epoch += 1;

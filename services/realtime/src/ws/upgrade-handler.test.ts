@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeVerifier } from '@service-relay/testkit';
 import { issueToken, startRealtime, type RealtimeInstance } from '../test-support/realtime-harness';
 import { WsTestClient } from '../test-support/ws-test-client';
+import { MemoryTenantConnections } from '../limits/memory-tenant-connections';
+import type { Admission, TenantConnections } from '../limits/tenant-connections';
 
 const CHALLENGE = 'Bearer realm="service-relay", error="invalid_token"';
 
@@ -84,5 +86,40 @@ describe('WebSocket upgrade authentication', () => {
     expect(res.status).toBe(426);
     expect(res.headers.get('upgrade')).toBe('websocket');
     expect(await res.json()).toEqual({ errors: ['upgrade_required'] });
+  });
+
+  it('judges a token again when its tenant is disabled while the connection slot is being taken', async () => {
+    // A counter that holds every acquire until the test lets it go (Redis answering slowly).
+    const counts = new MemoryTenantConnections(100);
+    const held: Array<() => void> = [];
+    const gated: TenantConnections = {
+      limit: counts.limit,
+      acquire: (tenantId) => new Promise<Admission>((resolve) => held.push(() => void counts.acquire(tenantId).then(resolve))),
+      close: () => counts.close(),
+    };
+    const rt2 = await startRealtime({ verifier, tenantConnections: gated });
+    try {
+      const { token, identity } = issueToken(verifier);
+      const refused = WsTestClient.refusal(rt2.ws, { authorization: `Bearer ${token}` });
+      for (let i = 0; i < 200 && held.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(held).toHaveLength(1);
+      // The disable reaches the verifier and this instance while the slot is still being taken.
+      verifier.deny(token);
+      await rt2.feed.push({ tenant_id: identity.tenantId, kind: 'disabled', version: 1, revoked_key_versions: [] });
+      held[0]!();
+      expect(await refused).toMatchObject({ status: 401, body: '{"errors":["invalid_or_missing_token"]}' });
+      // Its slot went back.
+      expect(counts.held(identity.tenantId)).toBe(0);
+      // Another tenant's client, checked the same way without a change in between, is admitted.
+      const other = issueToken(verifier);
+      const opening = WsTestClient.connect(rt2.ws, other.token);
+      for (let i = 0; i < 200 && held.length === 1; i++) await new Promise((r) => setTimeout(r, 10));
+      held[1]!();
+      const c = await opening;
+      expect(c.frames[0]).toMatchObject({ type: 'ready', tenant_id: other.identity.tenantId });
+      await c.close();
+    } finally {
+      await rt2.stop();
+    }
   });
 });

@@ -46,7 +46,24 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
         if (socket.destroyed) return;
         if (!result.valid) return refuse(opts, socket, 'invalid_or_missing_token', url, result.reason);
         if (result.identity.expiresAt * 1000 <= opts.scheduler.now()) return refuse(opts, socket, 'invalid_or_missing_token', url, 'expired');
-        return admit(opts, result.identity.tenantId).then((admission) => {
+        const epoch = opts.registry.revocationEpoch;
+        let identity = result.identity;
+        return admit(opts, result.identity.tenantId).then(async (admission) => {
+          // A revocation applied while the slot was being taken closed the
+          // tenant's connections without this one: its token is judged again
+          // (else a disabled tenant's client could be admitted after the
+          // admin call's 200). verifyFresh re-checks once more should another come meanwhile.
+          if (admission.ok && !socket.destroyed && opts.registry.revocationEpoch !== epoch) {
+            const again = await opts.registry.verifyFresh(token).catch((err: unknown) => err as Error);
+            const same = !(again instanceof Error) && again.valid && again.identity.tenantId === result.identity.tenantId;
+            if (!same) {
+              admission.slot.release();
+              if (socket.destroyed) return;
+              if (again instanceof Error) return refuse(opts, socket, codeOf(again) === 'auth_unavailable' ? 'auth_unavailable' : 'internal', url, 'verifier failed');
+              return refuse(opts, socket, 'invalid_or_missing_token', url, again.valid ? 'tenant changed' : again.reason);
+            }
+            identity = again.identity;
+          }
           if (socket.destroyed) {
             if (admission.ok) admission.slot.release();
             return;
@@ -63,13 +80,13 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
               opts.metrics.limitRefusals.inc({ limit: 'tenant_connections' });
               if (opts.scheduler.now() - lastTenantLimitLog >= 1000) {
                 lastTenantLimitLog = opts.scheduler.now();
-                opts.logger.info({ tenant_id: result.identity.tenantId, limit: admission.limit }, 'websocket refused: tenant connection limit');
+                opts.logger.info({ tenant_id: identity.tenantId, limit: admission.limit }, 'websocket refused: tenant connection limit');
               }
               return refuseOverTenantLimit(ws, admission.limit);
             }
             // ws handles the socket's errors from here on; one listener less per connection.
             socket.removeListener('error', ignoreSocketError);
-            opts.accept(ws, result.identity, token, admission.slot, wantsBatch(url));
+            opts.accept(ws, identity, token, admission.slot, wantsBatch(url));
           });
           // ws answered a malformed handshake itself (synchronously): no connection holds the slot.
           if (!upgraded && admission.ok) admission.slot.release();
