@@ -59,7 +59,7 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
             if (!same) {
               admission.slot.release();
               if (socket.destroyed) return;
-              if (again instanceof Error) return refuse(opts, socket, codeOf(again) === 'auth_unavailable' ? 'auth_unavailable' : 'internal', url, 'verifier failed');
+              if (again instanceof Error) return refuseVerifierFailure(opts, socket, url, again);
               return refuse(opts, socket, 'invalid_or_missing_token', url, again.valid ? 'tenant changed' : again.reason);
             }
             identity = again.identity;
@@ -94,7 +94,7 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
       },
       (err: unknown) => {
         if (socket.destroyed) return;
-        refuse(opts, socket, codeOf(err) === 'auth_unavailable' ? 'auth_unavailable' : 'internal', url, 'verifier failed');
+        refuseVerifierFailure(opts, socket, url, err);
       },
     );
   };
@@ -140,6 +140,11 @@ function refuse(opts: UpgradeOptions, socket: Duplex, code: ErrorCode, url: stri
   // The URL may carry the token in its query: only the redacted form is logged.
   opts.logger.info({ url: redactUrl(url), reason, code }, 'websocket upgrade refused');
   reject(socket, code);
+}
+
+/** The verifier could not answer: 503 when it said so, else a plain internal error; never let in. */
+function refuseVerifierFailure(opts: UpgradeOptions, socket: Duplex, url: string, err: unknown): void {
+  refuse(opts, socket, codeOf(err) === 'auth_unavailable' ? 'auth_unavailable' : 'internal', url, 'verifier failed');
 }
 
 function reject(socket: Duplex, code: ErrorCode): void {
