@@ -38,6 +38,7 @@ describe('peer delivery counters', () => {
     expect(countMessages(Buffer.from(one))).toBe(1);
     expect(countMessages(Buffer.from(`{"type":"batch","frames":[${one},${one},${one}]}`))).toBe(3);
     expect(countMessages(Buffer.from('{"type":"published","topic":"t","id":"1-1"}'))).toBe(0);
-    expect(PROTOCOLS.relay.url('ws://h:1')).toBe('ws://h:1/ws?batch=1');
+    expect(countMessages(Buffer.from(`{"type":"batch","topic":"t","frames":[{"id":"1-1","data":{}},{"id":"1-2","data":{}},${one}]}`))).toBe(3);
+    expect(PROTOCOLS.relay.url('ws://h:1')).toBe('ws://h:1/ws?batch=2');
   });
 });

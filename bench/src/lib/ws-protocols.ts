@@ -55,7 +55,7 @@ function waitFor(ws: WebSocket, match: (text: string, data: Buffer) => boolean, 
 const isType = (type: string) => (text: string) => text.includes(`"type":"${type}"`);
 
 const contractFrames = (needsReady: boolean, path: string, batching = false): ClientProtocol => ({
-  url: (base) => `${base}${path}${batching ? '?batch=1' : ''}`,
+  url: (base) => `${base}${path}${batching ? '?batch=2' : ''}`,
   headers: (token): Record<string, string> => (token ? { authorization: `Bearer ${token}` } : {}),
   async handshake(ws, level, topic) {
     // Listen before the upgrade finishes: ours sends `ready` right after it.
@@ -75,18 +75,24 @@ const contractFrames = (needsReady: boolean, path: string, batching = false): Cl
   publishFrame: (topic, data) => JSON.stringify({ type: 'publish', topic, data }),
   isMessage: isType('message'),
   keepalive: () => false,
-  // Ours is asked for batch frames (`/ws?batch=1`, as the client SDK does): one
-  // frame may carry several messages, each a complete `message` object.
+  // Ours is asked for compact batch frames (`/ws?batch=2`, as the client SDK
+  // does): one frame may carry several messages.
   ...(batching && { counter: () => countMessages }),
 });
 
 const MESSAGE = Buffer.from('"type":"message"');
+/** How a message of a compact batch's own topic begins (its members after `topic`). */
+const COMPACT_MESSAGE = Buffer.from('{"id":"');
 
-/** `message` objects in a frame (one, or several inside a `batch`); bench payloads never contain the marker. */
-export function countMessages(data: Buffer): number {
+function occurrences(data: Buffer, marker: Buffer): number {
   let n = 0;
-  for (let i = data.indexOf(MESSAGE); i !== -1; i = data.indexOf(MESSAGE, i + MESSAGE.length)) n += 1;
+  for (let i = data.indexOf(marker); i !== -1; i = data.indexOf(marker, i + marker.length)) n += 1;
   return n;
+}
+
+/** `message` objects in a frame (one, or several inside a `batch`, compact or not); bench payloads never contain the markers. */
+export function countMessages(data: Buffer): number {
+  return occurrences(data, MESSAGE) + occurrences(data, COMPACT_MESSAGE);
 }
 
 const socketIo: ClientProtocol = {

@@ -35,13 +35,15 @@ let deliveredTotal = 0;
 
 interface Frame {
   type?: string;
+  topic?: string;
   data?: { t?: number };
   frames?: Frame[];
 }
 
 function received(frame: Frame, at: number): void {
   if (frame.type === 'batch') {
-    for (const inner of frame.frames ?? []) received(inner, at);
+    // A compact batch's messages of its own topic come without type and topic.
+    for (const inner of frame.frames ?? []) received(frame.topic !== undefined && inner.type === undefined ? { ...inner, type: 'message' } : inner, at);
     return;
   }
   const t = frame.data?.t;
@@ -53,7 +55,7 @@ function received(frame: Frame, at: number): void {
 
 function onMessage(data: Buffer): void {
   // Only frames with messages (alone or in a batch, asked for by `?batch=1` as the SDK does) are parsed.
-  if (data.indexOf('"type":"message"') < 0) return;
+  if (data.indexOf('"type":"message"') < 0 && data.indexOf('{"id":"') < 0) return;
   received(JSON.parse(data.toString()) as Frame, wallNow());
 }
 

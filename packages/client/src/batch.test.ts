@@ -13,8 +13,8 @@ const TENANT = '00000000-0000-4000-8000-000000000001';
 const topic = (channel: string) => `tenants/${TENANT}/channels/${channel}`;
 const message = (n: number) => ({ type: 'message', topic: topic('room'), id: `1-${n}`, user_id: 'u', data: n, created_at: '2026-01-01T00:00:00.000Z' });
 
-// The client asks for batch frames (`batch=1`) and unpacks them: each frame
-// inside is handled as if it had come alone, in order.
+// The client asks for compact batch frames (`batch=2`) and unpacks them: each
+// frame inside is handled as if it had come alone, in order.
 describe('RelayClient batch frames', () => {
   const clients: RelayClient[] = [];
   const stubs: StubRelay[] = [];
@@ -42,7 +42,7 @@ describe('RelayClient batch frames', () => {
   it('asks for batches and delivers every frame of one in order, messages and presence events alike', async () => {
     const { stub, client, urls, events } = await start();
     await client.subscribe('room');
-    expect(urls[0]).toContain('batch=1');
+    expect(urls[0]).toContain('batch=2');
     const peer = await stub.peer(0);
     peer.send({ type: 'batch', frames: [message(1), message(2), { type: 'join', topic: topic('room'), member: { user_id: 'u-2' } }, message(3)] });
     const got = await events.messages('room', 3);
@@ -50,6 +50,27 @@ describe('RelayClient batch frames', () => {
     expect(await events.next('join')).toMatchObject({ channel: 'room', member: { user_id: 'u-2' } });
     const order = events.entries.filter((e) => e.event === 'message' || e.event === 'join').map((e) => e.event);
     expect(order).toEqual(['message', 'message', 'join', 'message']);
+  });
+
+  it('unpacks a compact batch: its messages of the named topic come without type and topic, others whole', async () => {
+    const { stub, client, events } = await start();
+    await client.subscribe('room');
+    await client.subscribe('other');
+    const peer = await stub.peer(0);
+    const members = ({ type: _type, topic: _topic, ...rest }: ReturnType<typeof message>) => rest;
+    const elsewhere = { ...message(3), topic: topic('other') };
+    peer.send({ type: 'batch', topic: topic('room'), frames: [members(message(1)), elsewhere, { type: 'join', topic: topic('room'), member: { user_id: 'u-2' } }, members(message(2))] });
+    const got = await events.messages('room', 2);
+    expect(got.map((m) => [m.data, m.id, m.userId, m.createdAt])).toEqual([
+      [1, '1-1', 'u', '2026-01-01T00:00:00.000Z'],
+      [2, '1-2', 'u', '2026-01-01T00:00:00.000Z'],
+    ]);
+    expect((await events.messages('other', 1)).map((m) => m.data)).toEqual([3]);
+    expect(await events.next('join')).toMatchObject({ channel: 'room', member: { user_id: 'u-2' } });
+    // Without a topic, a frame with no type is not a message.
+    peer.send({ type: 'batch', frames: [members(message(4)), message(5)] });
+    expect(await events.next('error')).toMatchObject({ code: 'protocol_error' });
+    expect((await events.messages('room', 3)).map((m) => m.data)).toEqual([1, 2, 5]);
   });
 
   it('reports a batch that is not a list of frames as a protocol error and keeps the good frames', async () => {
@@ -107,7 +128,10 @@ describe('RelayClient batch frames against a realtime instance', () => {
       const got = await events.messages('burst', 50);
       expect(got.map((m) => m.data)).toEqual(Array.from({ length: 50 }, (_, i) => i));
       expect(got.map((m) => [m.id, m.userId, m.createdAt])).toEqual(viaPlain.map((m) => [m.id, m.user_id, m.created_at]));
-      expect(raw.some((f) => f.type === 'batch')).toBe(true);
+      // Compact batches: the topic once, the messages of it without type and topic.
+      const batches = raw.filter((f): f is { type: string; topic?: string; frames: Array<{ type?: string }> } => f.type === 'batch');
+      expect(batches.length).toBeGreaterThan(0);
+      expect(batches.every((b) => b.topic === topic && b.frames.every((inner) => inner.type === undefined))).toBe(true);
       expect(events.all('error')).toEqual([]);
     } finally {
       client.close();

@@ -22,7 +22,7 @@ export type ServerFrame =
   | { type: 'presence'; topic: string; members: PresenceMember[]; ref?: Ref }
   | { type: 'join'; topic: string; member: PresenceMember }
   | { type: 'leave'; topic: string; member: PresenceMember }
-  | { type: 'batch'; frames: unknown[] };
+  | { type: 'batch'; topic?: string; frames: unknown[] };
 
 export type RecoveryReason = 'history_lost' | 'too_old';
 

@@ -320,9 +320,20 @@ export class RelayClient {
     if (frame.type !== 'batch') return this.onFrame(conn, frame);
     // Several frames of one server tick, in order: each handled as if it had come alone.
     if (!Array.isArray(frame.frames)) return this.emitter.emit('error', new RelayClientError('protocol_error', 'a batch frame without a frames array'));
+    // A compact batch names one topic; its messages of that topic come as their members after `topic` only.
+    const topic = typeof frame.topic === 'string' ? frame.topic : undefined;
     for (const inner of frame.frames) {
       if (this.conn !== conn) return;
-      if (typeof inner !== 'object' || inner === null || Array.isArray(inner) || typeof (inner as { type?: unknown }).type !== 'string' || (inner as { type: string }).type === 'batch') {
+      if (typeof inner !== 'object' || inner === null || Array.isArray(inner)) {
+        this.emitter.emit('error', new RelayClientError('protocol_error', 'a batch frame holding something other than frames'));
+        continue;
+      }
+      const type = (inner as { type?: unknown }).type;
+      if (type === undefined && topic !== undefined) {
+        this.onFrame(conn, { ...(inner as object), type: 'message', topic } as ServerFrame);
+        continue;
+      }
+      if (typeof type !== 'string' || type === 'batch') {
         this.emitter.emit('error', new RelayClientError('protocol_error', 'a batch frame holding something other than frames'));
         continue;
       }

@@ -37,12 +37,13 @@ export function refusalStatus(event: unknown): number | undefined {
 }
 
 /**
- * `wss://host/ws` + `?batch=1&access_token=`: browsers cannot set headers on an
- * upgrade, so every platform uses the query; `batch=1` asks for `batch` frames
- * (several frames of one server tick in one WebSocket frame), which the
- * client unpacks.
+ * `wss://host/ws` + `?batch=2&access_token=`: browsers cannot set headers on an
+ * upgrade, so every platform uses the query; `batch=2` asks for compact
+ * `batch` frames (several frames of one server tick in one WebSocket frame,
+ * the messages of one topic without their type and topic), which the client
+ * unpacks. A server that predates `batch=2` sends every frame alone.
  */
 export function connectUrl(base: string, token: string): string {
   const sep = base.includes('?') ? '&' : '?';
-  return `${base}${sep}batch=1&access_token=${encodeURIComponent(token)}`;
+  return `${base}${sep}batch=2&access_token=${encodeURIComponent(token)}`;
 }

@@ -49,8 +49,8 @@ describe('message ids', () => {
 
 describe('socket helpers', () => {
   it('put the token in access_token, URL-encoded', () => {
-    expect(connectUrl('wss://h/ws', 'a.b+c')).toBe('wss://h/ws?batch=1&access_token=a.b%2Bc');
-    expect(connectUrl('wss://h/ws?x=1', 't')).toBe('wss://h/ws?x=1&batch=1&access_token=t');
+    expect(connectUrl('wss://h/ws', 'a.b+c')).toBe('wss://h/ws?batch=2&access_token=a.b%2Bc');
+    expect(connectUrl('wss://h/ws?x=1', 't')).toBe('wss://h/ws?x=1&batch=2&access_token=t');
   });
   it('read the refusal status where ws tells it, and nothing from a browser event', () => {
     expect(refusalStatus({ message: 'Unexpected server response: 401' })).toBe(401);

@@ -1,3 +1,4 @@
+import type { BatchMode } from './ws/batch-frame';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { closeServer, createLogger, guardConnections, handleOps, listen, sendError, startTracing, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
@@ -111,7 +112,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
 
   // ws closes a frame over maxPayload with 1009 itself; no compression keeps fan-out a plain write.
   const wss = new WebSocketServer({ noServer: true, maxPayload: config.maxFrameBytes, perMessageDeflate: false, clientTracking: false });
-  const accept = (ws: WebSocket, identity: Connection['identity'], token: string, slot: TenantSlot, batch: boolean) => {
+  const accept = (ws: WebSocket, identity: Connection['identity'], token: string, slot: TenantSlot, batch: BatchMode) => {
     new Connection(ws, identity, token, ctx, slot, batch);
   };
 

@@ -1,3 +1,4 @@
+import type { BatchMode } from '../ws/batch-frame';
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { createLogger } from '@service-relay/core';
@@ -30,7 +31,7 @@ export function testIdentity(): VerifiedIdentity {
 }
 
 /** A Connection on a FakeSocket with an in-memory bus and a hand-moved clock; `context` replaces any part of its context. */
-export function fakeConnection(opts: { identity?: VerifiedIdentity; batching?: boolean; context?: Partial<ConnectionContext> } = {}): { socket: FakeSocket; conn: Connection; ctx: ConnectionContext } {
+export function fakeConnection(opts: { identity?: VerifiedIdentity; batching?: boolean | BatchMode; context?: Partial<ConnectionContext> } = {}): { socket: FakeSocket; conn: Connection; ctx: ConnectionContext } {
   const metrics = new RealtimeMetrics();
   const bus: MessageBus = opts.context?.messages ?? new MemoryMessageBus({ maxMessages: 10, ttlS: 60 });
   const ctx: ConnectionContext = {
@@ -45,6 +46,10 @@ export function fakeConnection(opts: { identity?: VerifiedIdentity; batching?: b
     ...opts.context,
   };
   const socket = new FakeSocket();
-  const conn = new Connection(socket as unknown as WebSocket, opts.identity ?? testIdentity(), 'token', ctx, undefined, opts.batching ?? false);
+  const conn = new Connection(socket as unknown as WebSocket, opts.identity ?? testIdentity(), 'token', ctx, undefined, batchMode(opts.batching));
   return { socket, conn, ctx };
+}
+
+function batchMode(b: boolean | BatchMode | undefined): BatchMode {
+  return b === true ? 'frames' : b === false || b === undefined ? 'none' : b;
 }

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { fakeConnection } from '../test-support/fake-connection';
 import { issueToken, startRealtime, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
 import { WsTestClient } from '../test-support/ws-test-client';
+import { makeMessage, messageFrame, SERVER_USER_ID } from '../messaging/message';
 import { batchFrame, MAX_BATCH_BYTES } from './batch-frame';
 
 const nextTick = () => new Promise<void>((resolve) => process.nextTick(resolve));
@@ -74,6 +75,57 @@ describe('batch frames (/ws?batch=1)', () => {
     const parts = [message(1), message(2)];
     expect(batchFrame(parts)).toBe(batchFrame([parts[0]!, parts[1]!]));
     expect(batchFrame([parts[1]!, parts[0]!])).not.toBe(batchFrame(parts));
+    // Each kind of batch remembers its own.
+    expect(batchFrame(parts, true)).toBe(batchFrame([parts[0]!, parts[1]!], true));
+    expect(batchFrame(parts, true).equals(batchFrame(parts))).toBe(false);
+  });
+});
+
+describe('compact batch frames (/ws?batch=2)', () => {
+  const ref = { tenantId: '00000000-0000-4000-8000-000000000001', channel: 'room' };
+  const topic = `tenants/${ref.tenantId}/channels/room`;
+  const other = `tenants/${ref.tenantId}/channels/other`;
+  const made = (t: string, n: number, userId = 'u-1') => makeMessage(`${n}-0`, ref.channel, userId, JSON.stringify({ n, s: 'q"\\' }));
+  /** Read as PROTOCOL.md says: a member of a compact batch without a type is a `message` of the batch's topic. */
+  const expand = (f: Record<string, unknown>) =>
+    f.type === 'batch' ? (f.frames as Array<Record<string, unknown>>).map((inner) => (inner.type === undefined && typeof f.topic === 'string' ? { type: 'message', topic: f.topic, ...inner } : inner)) : [f];
+
+  it('names the topic once and sends its messages without type and topic; other frames whole; read back, the same frames as batch=1', async () => {
+    const frames: Array<Buffer | string> = [
+      Buffer.from(messageFrame(topic, made(topic, 1))),
+      messageFrame(other, made(other, 2)),
+      '{"type":"join","topic":"' + topic + '","member":{"user_id":"u"}}',
+      Buffer.from(messageFrame(topic, { ...made(topic, 3), userId: SERVER_USER_ID })),
+    ];
+    const compact = fakeConnection({ batching: 'compact', context: { maxBufferedBytes: 1 << 24 } });
+    const plain = connection(true);
+    compact.socket.sent.splice(0);
+    for (const f of frames) {
+      compact.conn.sendMessage(f);
+      plain.conn.sendMessage(f);
+    }
+    await nextTick();
+    const [batch] = compact.socket.sent;
+    expect(batch).toMatchObject({ type: 'batch', topic });
+    const inner = (batch as { frames: Array<Record<string, unknown>> }).frames;
+    expect(inner[0]).toEqual({ id: '1-0', user_id: 'u-1', data: { n: 1, s: 'q"\\' }, created_at: expect.any(String) });
+    expect(inner[1]).toMatchObject({ type: 'message', topic: other });
+    expect(inner[2]).toMatchObject({ type: 'join', topic });
+    expect(inner[3]).toMatchObject({ user_id: null, from: 'server' });
+    expect(expand(batch!)).toEqual(expand(plain.socket.sent[0]!));
+    expect(expand(batch!)).toEqual(frames.map((f) => JSON.parse(String(f))));
+  });
+
+  it('a batch without a message stays as batch=1 has it; a tick with one frame sends it whole', async () => {
+    const { socket, conn } = fakeConnection({ batching: 'compact', context: { maxBufferedBytes: 1 << 24 } });
+    socket.sent.splice(0);
+    conn.sendMessage(`{"type":"join","topic":"${topic}","member":{"user_id":"a"}}`);
+    conn.sendMessage(`{"type":"leave","topic":"${topic}","member":{"user_id":"b"}}`);
+    await nextTick();
+    expect(socket.sent[0]).toEqual({ type: 'batch', frames: [expect.objectContaining({ type: 'join' }), expect.objectContaining({ type: 'leave' })] });
+    conn.sendMessage(messageFrame(topic, made(topic, 4)));
+    await nextTick();
+    expect(socket.sent[1]).toMatchObject({ type: 'message', topic, id: '4-0' });
   });
 });
 
@@ -110,5 +162,30 @@ describe('batch frames against a running realtime', () => {
     expect(batched.frames.some((f) => f.type === 'batch')).toBe(true);
     expect(plain.frames.some((f) => f.type === 'batch')).toBe(false);
     await Promise.all([batched.close(), plain.close(), publisher.close()]);
+  });
+
+  it('a batch=2 subscriber gets the same burst in compact batches: read back, the messages a plain subscriber gets', async () => {
+    const { identity } = issueToken(verifier);
+    const token = () => issueToken(verifier, { tenantId: identity.tenantId }).token;
+    const topic = topicFor(identity.tenantId, 'burst2');
+    const compact = await WsTestClient.connect(`${rt.ws}?batch=2`, token());
+    const plain = await WsTestClient.connect(rt.ws, token());
+    const publisher = await WsTestClient.connect(rt.ws, token());
+    for (const c of [compact, plain]) expect(await c.request({ type: 'subscribe', topic })).toMatchObject({ type: 'subscribed' });
+    const socket = (publisher.ws as unknown as { _socket: Socket })._socket;
+    socket.cork();
+    for (let i = 0; i < 50; i++) publisher.send({ type: 'publish', topic, data: { i, text: 'ünï "quoted" \\ \u2028' } });
+    socket.uncork();
+    const inner = () =>
+      compact.frames.flatMap((f) =>
+        f.type === 'batch' ? (f.frames as Array<Record<string, unknown>>).map((m) => (m.type === undefined ? { type: 'message', topic: f.topic, ...m } : m)) : f.type === 'message' ? [f] : [],
+      );
+    await vi.waitFor(() => expect(inner()).toHaveLength(50), { timeout: 10_000 });
+    const viaPlain = await plain.waitForMessages(topic, 50);
+    expect(inner()).toEqual(viaPlain);
+    const batches = compact.frames.filter((f) => f.type === 'batch');
+    expect(batches.length).toBeGreaterThan(0);
+    expect(batches.every((b) => b.topic === topic)).toBe(true);
+    await Promise.all([compact.close(), plain.close(), publisher.close()]);
   });
 });

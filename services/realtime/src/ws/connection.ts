@@ -16,7 +16,7 @@ import type { TopicHub } from '../realtime/topic-hub';
 import { CLOSE_TRY_AGAIN_LATER, CLOSE_UNAUTHORIZED } from './close-codes';
 import { parseClientFrame, replyFrame, type ClientFrame, type Ref } from './client-frame';
 import type { ConnectionRegistry, TrackedConnection } from './connection-registry';
-import { batchFrame, MAX_BATCH_BYTES } from './batch-frame';
+import { batchFrame, MAX_BATCH_BYTES, type BatchMode } from './batch-frame';
 import { socketOf, writeTextFrame } from './server-frame';
 import { Subscription, type SubscriptionPresence } from './subscription';
 
@@ -114,8 +114,8 @@ export class Connection implements TrackedConnection {
     private readonly ctx: ConnectionContext,
     /** The tenant connection slot, given back when the socket closes. */
     private readonly slot?: TenantSlot,
-    /** The client asked for `batch` frames (`/ws?batch=1`). */
-    private readonly batching = false,
+    /** The `batch` frames the client asked for (`/ws?batch=1`, compact ones with `batch=2`). */
+    private readonly batching: BatchMode = 'none',
   ) {
     // Shared listeners that find their connection on the socket: four closures
     // per connection would cost more than the connection's own state.
@@ -198,7 +198,7 @@ export class Connection implements TrackedConnection {
   sendMessage(frame: Buffer | string): void {
     if (this.closeCode !== undefined) return;
     this.flushAtEndOfTick();
-    if (!this.batching) return this.write(frame);
+    if (this.batching === 'none') return this.write(frame);
     (this.held ??= []).push(frame);
     this.heldBytes += frame.length;
     if (this.heldBytes >= MAX_BATCH_BYTES) this.flushHeld();
@@ -220,7 +220,7 @@ export class Connection implements TrackedConnection {
     this.held = undefined;
     this.heldBytes = 0;
     if (this.closeCode !== undefined) return;
-    this.write(held.length === 1 ? held[0]! : batchFrame(held));
+    this.write(held.length === 1 ? held[0]! : batchFrame(held, this.batching === 'compact'));
   }
 
   /**

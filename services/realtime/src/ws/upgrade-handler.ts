@@ -8,6 +8,7 @@ import type { Admission, TenantConnections, TenantSlot } from '../limits/tenant-
 import type { RealtimeMetrics } from '../metrics';
 import type { Scheduler } from '../realtime/scheduler';
 import type { ConnectionRegistry } from './connection-registry';
+import type { BatchMode } from './batch-frame';
 import { refuseOverTenantLimit } from './tenant-limit-refusal';
 
 export const WS_PATH = '/ws';
@@ -21,8 +22,8 @@ export interface UpgradeOptions {
   logger: Logger;
   /** MAX_CONNECTIONS_PER_TENANT across instances; without it every verified client is admitted. */
   tenantConnections?: TenantConnections;
-  /** `slot` is the tenant connection slot the connection must release when its socket closes; `batch`: the client asked for batch frames. */
-  accept(ws: WebSocket, identity: VerifiedIdentity, token: string, slot: TenantSlot, batch: boolean): void;
+  /** `slot` is the tenant connection slot the connection must release when its socket closes; `batch`: the batch frames the client asked for. */
+  accept(ws: WebSocket, identity: VerifiedIdentity, token: string, slot: TenantSlot, batch: BatchMode): void;
 }
 
 /**
@@ -115,10 +116,11 @@ function admit(opts: UpgradeOptions, tenantId: string): Promise<Admission> {
  */
 function ignoreSocketError(): void {}
 
-/** `batch=1` in the query: the client takes `batch` frames (PROTOCOL.md "Batched delivery"). */
-function wantsBatch(url: string): boolean {
+/** `batch=1` in the query: the client takes `batch` frames; `batch=2`: compact ones (PROTOCOL.md "Batched delivery"). */
+function wantsBatch(url: string): BatchMode {
   const q = url.indexOf('?');
-  return q >= 0 && new URLSearchParams(url.slice(q + 1)).get('batch') === '1';
+  const asked = q < 0 ? null : new URLSearchParams(url.slice(q + 1)).get('batch');
+  return asked === '1' ? 'frames' : asked === '2' ? 'compact' : 'none';
 }
 
 function uncork(socket: Duplex): void {
