@@ -10,7 +10,17 @@ import type { Level, Variant } from '../lib/ws-protocols';
 const ROW = { name: 'conn_memory_ratio', unit: 'KiB/conn', baselineName: 'bare ws server', target: 0.77 };
 const NATS = { name: 'conn_memory_vs_nats', unit: 'KiB/conn', baselineName: 'nats-server over WebSocket', target: 1.0 };
 const CLIENT_PROCESSES = 2;
-const WARM_CONNECTIONS = 50;
+/**
+ * Connections opened and closed before `before`, on every server alike. 50
+ * loaded every code path but left the optimizing compiler's work for the
+ * measured window: heap snapshots of realtime before and after the 2,000
+ * showed 1.3 code objects (516 B) per connection there, compiled code of a
+ * process that was still warming up, billed to the connections (bare ws
+ * 158 B); the per-connection RSS read 10.4 KiB ours, 6.7 bare ws. After 500
+ * the compiler's growth inside the window is 390 B per connection for
+ * realtime and both servers read lower (bench/README.md "Latest table").
+ */
+const WARM_CONNECTIONS = 500;
 const median = (xs: number[]): string => summarize(xs).median.toFixed(1);
 
 /**
