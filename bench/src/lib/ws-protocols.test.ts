@@ -34,11 +34,13 @@ describe('peer delivery counters', () => {
   });
 
   it('counts our messages alone or inside a batch frame, and nothing else', () => {
-    const one = JSON.stringify({ type: 'message', topic: 't', id: '1-1', data: 'x' });
+    const one = JSON.stringify({ type: 'message', topic: 't', id: '1-1', user_id: 'u', data: 'x', created_at: '2026-01-01T00:00:00.000Z' });
     expect(countMessages(Buffer.from(one))).toBe(1);
     expect(countMessages(Buffer.from(`{"type":"batch","frames":[${one},${one},${one}]}`))).toBe(3);
     expect(countMessages(Buffer.from('{"type":"published","topic":"t","id":"1-1"}'))).toBe(0);
-    expect(countMessages(Buffer.from(`{"type":"batch","topic":"t","frames":[{"id":"1-1","data":{}},{"id":"1-2","data":{}},${one}]}`))).toBe(3);
+    const compact = (id: string) => JSON.stringify({ id, user_id: 'u', data: {}, created_at: '2026-01-01T00:00:00.000Z' });
+    expect(countMessages(Buffer.from(`{"type":"batch","topic":"t","frames":[${compact('1-1')},${compact('1-2')},${one},{"type":"join","topic":"t","member":{"user_id":"u"}}]}`))).toBe(3);
+    expect(countMessages(Buffer.from('{"type":"ready","tenant_id":"t","user_id":"u","expires_at":1}'))).toBe(0);
     expect(PROTOCOLS.relay.url('ws://h:1')).toBe('ws://h:1/ws?batch=2');
   });
 });

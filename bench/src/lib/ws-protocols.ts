@@ -80,19 +80,18 @@ const contractFrames = (needsReady: boolean, path: string, batching = false): Cl
   ...(batching && { counter: () => countMessages }),
 });
 
-const MESSAGE = Buffer.from('"type":"message"');
-/** How a message of a compact batch's own topic begins (its members after `topic`). */
-const COMPACT_MESSAGE = Buffer.from('{"id":"');
+/**
+ * The one member every message has whole or compact (a compact batch's
+ * messages have no `type`), and no other frame has: one scan of the frame,
+ * which the subscriber processes pay on the same two cores as the server.
+ */
+const MESSAGE = Buffer.from('"created_at":"');
 
-function occurrences(data: Buffer, marker: Buffer): number {
-  let n = 0;
-  for (let i = data.indexOf(marker); i !== -1; i = data.indexOf(marker, i + marker.length)) n += 1;
-  return n;
-}
-
-/** `message` objects in a frame (one, or several inside a `batch`, compact or not); bench payloads never contain the markers. */
+/** `message` objects in a frame (one, or several inside a `batch`, compact or not); bench payloads never contain the marker. */
 export function countMessages(data: Buffer): number {
-  return occurrences(data, MESSAGE) + occurrences(data, COMPACT_MESSAGE);
+  let n = 0;
+  for (let i = data.indexOf(MESSAGE); i !== -1; i = data.indexOf(MESSAGE, i + MESSAGE.length)) n += 1;
+  return n;
 }
 
 const socketIo: ClientProtocol = {

@@ -11,16 +11,18 @@ const ROW = { name: 'conn_memory_ratio', unit: 'KiB/conn', baselineName: 'bare w
 const NATS = { name: 'conn_memory_vs_nats', unit: 'KiB/conn', baselineName: 'nats-server over WebSocket', target: 1.0 };
 const CLIENT_PROCESSES = 2;
 /**
- * Connections opened and closed before `before`, on every server alike. 50
- * loaded every code path but left the optimizing compiler's work for the
- * measured window: heap snapshots of realtime before and after the 2,000
- * showed 1.3 code objects (516 B) per connection there, compiled code of a
- * process that was still warming up, billed to the connections (bare ws
- * 158 B); the per-connection RSS read 10.4 KiB ours, 6.7 bare ws. After 500
- * the compiler's growth inside the window is 390 B per connection for
- * realtime and both servers read lower (bench/README.md "Latest table").
+ * Connections opened and closed before `before`, on every server alike, as a
+ * share of the measured ones (500 before the full run's 2,000; 50 in
+ * `--quick`). 50 before 2,000 loaded every code path but left the optimizing
+ * compiler's work for the measured window: heap snapshots of realtime before
+ * and after the 2,000 showed 1.3 code objects (516 B) per connection there,
+ * compiled code of a process that was still warming up, billed to the
+ * connections (bare ws 158 B); the per-connection RSS read 10.4 KiB ours, 6.7
+ * bare ws. After 500 the compiler's growth inside the window is 390 B per
+ * connection for realtime and both servers read lower (bench/README.md
+ * "Latest table").
  */
-const WARM_CONNECTIONS = 500;
+const WARM_SHARE = 1 / 4;
 const median = (xs: number[]): string => summarize(xs).median.toFixed(1);
 
 /**
@@ -45,7 +47,7 @@ export const connMemory: Scenario = {
           Promise.all(clients.map((c) => c.call<{ opened: number; firstError?: string }>('open', { group, variant, base, count, concurrency: 25, level, key })));
         const close = (group: string) => Promise.all(clients.map((c) => c.call('close', { group })));
         // Warm every code path once, so lazy loading and JIT are not billed to connections.
-        await open('warm', WARM_CONNECTIONS / CLIENT_PROCESSES);
+        await open('warm', Math.ceil(per * WARM_SHARE));
         await close('warm');
         await sleep(300);
         const before = await server.call<NodeJS.MemoryUsage>('gc-memory');

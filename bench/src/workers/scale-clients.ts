@@ -54,8 +54,8 @@ function received(frame: Frame, at: number): void {
 }
 
 function onMessage(data: Buffer): void {
-  // Only frames with messages (alone or in a batch, asked for by `?batch=1` as the SDK does) are parsed.
-  if (data.indexOf('"type":"message"') < 0 && data.indexOf('{"id":"') < 0) return;
+  // Only frames with messages (alone or in a batch, asked for by `?batch=2` as the SDK does) are parsed.
+  if (data.indexOf('"created_at":"') < 0) return;
   received(JSON.parse(data.toString()) as Frame, wallNow());
 }
 
