@@ -254,7 +254,7 @@ export class RedisTenantConnections implements TenantConnections {
       while (waiters) {
         if (!answered) {
           // Redis just failed this tenant's call: the next ones are decided here, not after another deadline.
-          this.admit(tenantId, waiters, Math.max(0, this.limit - (this.local.held(tenantId) - waiters.length)));
+          this.admitLocally(tenantId, waiters, this.local.held(tenantId));
         } else if (this.covered(tenantId)) {
           this.admit(tenantId, waiters, waiters.length);
         } else {
@@ -292,8 +292,13 @@ export class RedisTenantConnections implements TenantConnections {
       }
     }
     this.degrade();
-    this.admit(tenantId, waiters, Math.max(0, this.limit - (need - waiters.length)));
+    this.admitLocally(tenantId, waiters, need);
     return false;
+  }
+
+  /** Redis cannot answer: the waiters (the last of the `held` slots taken here) are admitted while this instance's own count fits the limit. */
+  private admitLocally(tenantId: string, waiters: Waiter[], held: number): void {
+    this.admit(tenantId, waiters, Math.max(0, this.limit - (held - waiters.length)));
   }
 
   /** The first `admitted` waiters get their slots; the others are refused and their slots given back. */
@@ -310,8 +315,7 @@ export class RedisTenantConnections implements TenantConnections {
     if (this.redis.status !== 'ready') return this.degrade();
     // One command per tenant, sent back to back, not a pipeline: on a Redis
     // Cluster each tenant's key has its own slot, and a pipeline must stay on one node.
-    const tenants = new Set([...[...this.local.entries()].map(([t]) => t), ...this.reservations.keys()]);
-    const writes = [...tenants].map((t) => this.write(t));
+    const writes = [...this.tenantsHere()].map((t) => this.write(t));
     if (writes.length === 0) return this.recovered();
     try {
       await withTimeout(Promise.all(writes), this.deadlineMs);
@@ -327,7 +331,7 @@ export class RedisTenantConnections implements TenantConnections {
     this.closed = true;
     this.cancelBeat();
     // Tenants whose last slots went in this tick have a write pending, and spare slots are held without connections: they go too.
-    const held = [...new Set([...[...this.local.entries()].map(([t]) => t), ...this.dirty, ...this.reservations.keys()])];
+    const held = [...new Set([...this.tenantsHere(), ...this.dirty])];
     this.dirty.clear();
     this.reservations.clear();
     await this.local.close();
@@ -358,6 +362,11 @@ export class RedisTenantConnections implements TenantConnections {
         throw err;
       },
     );
+  }
+
+  /** Tenants this instance holds connections or spare slots of. */
+  private tenantsHere(): Set<string> {
+    return new Set([...[...this.local.entries()].map(([t]) => t), ...this.reservations.keys()]);
   }
 
   /** A write for this tenant is going out; `lowering`: it may lower the record (answers to writes sent before it no longer tell what Redis holds). */

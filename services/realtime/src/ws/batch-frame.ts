@@ -34,9 +34,8 @@ function sameParts(a: ReadonlyArray<Buffer | string>, b: ReadonlyArray<Buffer | 
 const bufferOf = (p: Buffer | string): Buffer => (typeof p === 'string' ? Buffer.from(p) : p);
 
 /** `"type":"message","topic":T,` as the first message frame among `parts` begins, T's JSON string included; undefined without one. */
-function messagePrefix(parts: ReadonlyArray<Buffer | string>): Buffer | undefined {
-  for (const p of parts) {
-    const b = bufferOf(p);
+function messagePrefix(parts: readonly Buffer[]): Buffer | undefined {
+  for (const b of parts) {
     if (b.length <= MESSAGE_START.length || b.toString('latin1', 0, MESSAGE_START.length) !== MESSAGE_START) continue;
     // Topics are ASCII without quotes or backslashes (PROTOCOL.md "Frames"), so the string ends at the next quote.
     const end = b.indexOf(0x22, MESSAGE_START.length);
@@ -50,12 +49,12 @@ function messagePrefix(parts: ReadonlyArray<Buffer | string>): Buffer | undefine
 export function batchFrame(parts: ReadonlyArray<Buffer | string>, compact = false): Buffer {
   const memo = last[compact ? 'compact' : 'frames'];
   if (memo.parts && memo.frame && sameParts(parts, memo.parts)) return memo.frame;
-  const prefix = compact ? messagePrefix(parts) : undefined;
+  const bufs = parts.map(bufferOf);
+  const prefix = compact ? messagePrefix(bufs) : undefined;
   const chunks: Buffer[] = [prefix ? Buffer.from(`{"type":"batch","topic":${prefix.toString('latin1', MESSAGE_START.length - 1, prefix.length - 1)},"frames":[`) : PREFIX];
-  parts.forEach((p, i) => {
+  bufs.forEach((b, i) => {
     if (i > 0) chunks.push(COMMA);
-    const b = bufferOf(p);
-    if (prefix && b.length > prefix.length && b.subarray(0, prefix.length).equals(prefix)) chunks.push(OPEN, b.subarray(prefix.length));
+    if (prefix && b.length > prefix.length && prefix.compare(b, 0, prefix.length) === 0) chunks.push(OPEN, b.subarray(prefix.length));
     else chunks.push(b);
   });
   chunks.push(SUFFIX);
