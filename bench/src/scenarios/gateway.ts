@@ -1,7 +1,7 @@
 import { makeRow, type Row } from '../lib/result-schema';
 import { rotate, withWorkers, type Scenario } from '../lib/scenario';
 import { summarize } from '../lib/stats';
-import { signToken } from '../lib/tokens';
+import { signTokens } from '../lib/tokens';
 import { watchCpu } from '../lib/workers';
 import type { HttpLoadResult } from '../workers/http-load';
 
@@ -30,14 +30,15 @@ export const gateway: Scenario = {
     withWorkers(async (spawn) => {
       const { budget, stack } = ctx;
       const [noauth, monolith, load] = await Promise.all([spawn('gateway-noauth'), spawn('monolith'), spawn('http-load')]);
-      const probe = signToken(stack.key);
-      const payload = JSON.parse(Buffer.from(probe.split('.')[1]!, 'base64url').toString()) as { user_id: string; exp: number };
+      // Every target gets the same 1,000 users' tokens, rotated per request; the first is the probe.
+      const tokens = signTokens(stack.key, USERS);
+      const probe = tokens[0]!;
       const { port: noauthPort } = await noauth.call<{ port: number }>('start', {
         realtimeUrl: stack.realtimeHttp,
         registryUrl: stack.registryHttp,
         internalToken: stack.internalToken,
-        mode: 'constant',
-        identity: { tenantId: stack.key.tenantId, userId: payload.user_id, expiresAt: payload.exp },
+        mode: 'prepared',
+        tokens,
       });
       const { port: monoPort } = await monolith.call<{ port: number }>('start', {
         realtimeUrl: stack.realtimeHttp,
@@ -56,7 +57,6 @@ export const gateway: Scenario = {
         const body = await res.text();
         if (res.status !== 200 || !body.includes(stack.key.tenantId)) throw new Error(`${name} answered ${res.status} ${body.slice(0, 120)}`);
       }
-      const tokens = { key: stack.key, count: USERS };
       const runOnce = (t: Target, seconds: number) => load.call<HttpLoadResult>('run', { url: urls[t], connections: CONNECTIONS, seconds, tokens }, (seconds + 30) * 1000);
       for (const t of ['ours', 'noauth', 'monolith'] as const) await runOnce(t, budget.warmupSeconds);
 

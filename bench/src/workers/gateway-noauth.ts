@@ -1,5 +1,5 @@
 import type { Agent, Server } from 'node:http';
-import { createLogger, DEFAULT_CONNECTION_LIMITS, listen } from '@service-relay/core';
+import { capabilityFromJson, createLogger, DEFAULT_CONNECTION_LIMITS, listen } from '@service-relay/core';
 import { createApp, createGatewayMetrics, createListener, createUpstreamAgent, type GatewayConfig } from '@service-relay/edge-gateway';
 import type { VerifyResult } from '@service-relay/verifier-client';
 import { serveWorker } from '../lib/worker-runtime';
@@ -12,17 +12,32 @@ import { serveWorker } from '../lib/worker-runtime';
  *
  * `authenticate: false` forwards no identity, and the upstream's /api/v1/me
  * then does different work (it refuses the request). So by default the auth
- * step is replaced by a constant verdict instead — same headers upstream,
- * same upstream work, zero auth cost — which is what "auth switched off"
- * should cost. `mode: 'off'` uses the switch as is.
+ * step is replaced by verdicts prepared before the runs, one per token the
+ * load sends, each with that token's own user (a Map lookup per request) —
+ * same headers upstream, same upstream work, zero auth cost — which is what
+ * "auth switched off" should cost. The one constant identity this baseline
+ * forwarded before (one user instead of the load's 1,000) measured 3–5 CPU-µs
+ * per request cheaper than this in the same runs (bench/README.md "Latest
+ * table"). `mode: 'off'` uses the switch as is.
  */
 
 interface StartArgs {
   realtimeUrl: string;
   registryUrl: string;
   internalToken: string;
-  mode: 'constant' | 'off';
-  identity: { tenantId: string; userId: string; expiresAt: number };
+  mode: 'prepared' | 'off';
+  /** The tokens the load will send (the bench's own, for one tenant): their verdicts are prepared from their claims. */
+  tokens: string[];
+}
+
+/** The verdict the verifier gives a bench token, read from its claims (its signature is the bench's own). */
+function preparedVerdict(token: string): VerifyResult {
+  const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as { tenant_id: string; user_id: string; exp: number; iat: number; cap?: unknown };
+  const cap = claims.cap === undefined ? undefined : capabilityFromJson(JSON.stringify(claims.cap));
+  return {
+    valid: true,
+    identity: { tenantId: claims.tenant_id, userId: claims.user_id, expiresAt: claims.exp, issuedAt: claims.iat, keySlot: 'primary', keyVersion: 1, ...(cap !== undefined && { cap }) },
+  };
 }
 
 let server: Server | undefined;
@@ -39,15 +54,16 @@ async function start(args: StartArgs): Promise<{ port: number }> {
     trustProxy: false,
   };
   agent = createUpstreamAgent();
-  const verdict: VerifyResult = { valid: true, identity: { ...args.identity, keySlot: 'primary', keyVersion: 1 } };
-  const constant = { check: () => verdict };
+  const verdicts = new Map(args.tokens.map((t) => [t, preparedVerdict(t)]));
+  const refused: VerifyResult = { valid: false, reason: 'not a bench token' };
+  const prepared = { check: (token: string) => verdicts.get(token) ?? refused };
   const app = createApp({
     config,
     logger,
     metrics: createGatewayMetrics(),
     readiness: {},
     agent,
-    ...(args.mode === 'off' ? { authenticate: false } : { authenticator: constant }),
+    ...(args.mode === 'off' ? { authenticate: false } : { authenticator: prepared }),
   });
   // The gateway's own listener (connection guard included), with the bench stack's per-address cap.
   server = createListener(app, { maxRequestHeaders: 100, connectionLimits: { ...DEFAULT_CONNECTION_LIMITS, maxPerAddress: 19_000 } }, logger);

@@ -1,5 +1,4 @@
 import autocannon from 'autocannon';
-import { signTokens, type TenantKey } from '../lib/tokens';
 import { serveWorker } from '../lib/worker-runtime';
 
 /** The HTTP load generator: autocannon in its own process, one thread. */
@@ -8,8 +7,8 @@ interface RunArgs {
   url: string;
   connections: number;
   seconds: number;
-  /** Bearer tokens of this many distinct users, rotated per request (signed before the run). */
-  tokens?: { key: TenantKey; count: number };
+  /** Bearer tokens (distinct users', signed by the caller), rotated per request. */
+  tokens?: string[];
 }
 
 export interface HttpLoadResult {
@@ -22,15 +21,10 @@ export interface HttpLoadResult {
   otherStatuses: Record<string, number>;
 }
 
-const signed = new Map<string, string[]>();
-
 async function run(args: RunArgs): Promise<HttpLoadResult> {
   let requests: autocannon.Request[] | undefined;
-  if (args.tokens) {
-    const cacheKey = `${args.tokens.key.tenantId}:${args.tokens.count}`;
-    let tokens = signed.get(cacheKey);
-    if (!tokens) signed.set(cacheKey, (tokens = signTokens(args.tokens.key, args.tokens.count)));
-    const pool = tokens;
+  if (args.tokens && args.tokens.length > 0) {
+    const pool = args.tokens;
     let i = 0;
     requests = [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${pool[i++ % pool.length]}` } }) }];
   }
