@@ -22,7 +22,9 @@ type Target = 'ours' | 'noauth' | 'monolith';
  * realtime upstream) vs the same app without auth and vs a hand-rolled
  * monolith, all proxying to the same realtime process; autocannon with 50
  * connections in its own process. Ours is measured once per round and
- * serves both rows.
+ * serves both rows. Each timed run follows a second of unmeasured load on
+ * the same target (Budget.roundWarmupSeconds), as the fan-out and transport
+ * rows do: it times each server warm, not regrowing a heap shrunk while idle.
  */
 export const gateway: Scenario = {
   rows: [AUTH, MONOLITH, CPU_NOAUTH, CPU_MONOLITH],
@@ -68,6 +70,7 @@ export const gateway: Scenario = {
       const failures: string[] = [];
       for (let round = 0; round < budget.httpRuns; round++) {
         for (const t of rotate(['ours', 'noauth', 'monolith'] as const, round)) {
+          if (budget.roundWarmupSeconds > 0) await runOnce(t, budget.roundWarmupSeconds);
           const cpu = await watchCpu([servers[t], stack.workers.realtime, stack.workers.verifier, load]);
           const u0 = await servers[t].usage();
           const r = await runOnce(t, seconds);
