@@ -17,7 +17,7 @@ export interface Budget {
    * Seconds of unmeasured load on a gateway target right before each of its
    * timed runs: a server idle for the ~10 s the other targets run pays for a
    * few seconds to regrow the heap V8 shrank meanwhile (bench/README.md
-   * "Latest table"); every target gets the same.
+   * "What limits each figure"); every target gets the same.
    */
   roundWarmupSeconds: number;
   /** Subscribers of the fan-out rows. */

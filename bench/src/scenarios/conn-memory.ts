@@ -20,7 +20,7 @@ const CLIENT_PROCESSES = 2;
  * connections (bare ws 158 B); the per-connection RSS read 10.4 KiB ours, 6.7
  * bare ws. After 500 the compiler's growth inside the window is 390 B per
  * connection for realtime and both servers read lower (bench/README.md
- * "Latest table").
+ * "Compact batches and spare slots: the AMD EPYC table").
  */
 const WARM_SHARE = 1 / 4;
 const median = (xs: number[]): string => summarize(xs).median.toFixed(1);

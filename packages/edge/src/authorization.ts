@@ -31,7 +31,7 @@ const BASIC = grammar('basic', '[A-Za-z0-9+/]+={0,2}');
  *
  * Counted on rawHeaders rather than read from `headersDistinct`: that getter
  * builds an object of every field on each call, a few µs on every
- * authenticated request through the gateway (bench/README.md "Latest table").
+ * authenticated request through the gateway (bench/README.md "An earlier Intel Xeon table").
  */
 export function authorizationOf(req: Pick<IncomingMessage, 'rawHeaders' | 'headers'>): string | undefined {
   const first = req.headers.authorization;

@@ -48,7 +48,7 @@ export class Authenticator {
    * rejects with RelayError('auth_unavailable') when nobody can decide. A
    * cache hit is the common case on the gateway's every request; a promise
    * there, its microtask and the awaiting handler's resumption were a
-   * measurable share of what auth costs (bench/README.md "Latest table").
+   * measurable share of what auth costs (bench/README.md "An earlier Intel Xeon table").
    */
   check(token: string): VerifyResult | Promise<VerifyResult> {
     const { cache, feed, observer } = this.opts;

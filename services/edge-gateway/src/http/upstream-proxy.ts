@@ -47,7 +47,7 @@ function sendAgain(err: NodeJS.ErrnoException, req: IncomingMessage, proxyReq: C
  * Forwards an already-read body to one upstream over a keep-alive agent.
  *
  * Written on node:http rather than http-proxy-middleware, by measurement
- * (issue #15, `npm run bench -- --only=gateway`, bench/README.md "Latest table"):
+ * (issue #15, `npm run bench -- --only=gateway`, bench/README.md "An earlier Intel Xeon table"):
  * profiled back to back on one machine, the gateway process spent 344
  * CPU-µs per authenticated request through http-proxy-middleware (per-request
  * option merging, URL joins, the web-incoming and web-outgoing passes setting
