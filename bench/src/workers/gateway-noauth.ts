@@ -17,8 +17,9 @@ import { serveWorker } from '../lib/worker-runtime';
  * same headers upstream, same upstream work, zero auth cost — which is what
  * "auth switched off" should cost. The one constant identity this baseline
  * forwarded before (one user instead of the load's 1,000) measured 3–5 CPU-µs
- * per request cheaper than this in the same runs (bench/README.md "Latest
- * table"). `mode: 'off'` uses the switch as is.
+ * per request cheaper than this in the same runs (bench/README.md
+ * "Steady-state connects, per-user no-auth baseline: the Intel Xeon table").
+ * `mode: 'off'` uses the switch as is.
  */
 
 interface StartArgs {
