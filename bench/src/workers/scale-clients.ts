@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { skipRepeatedWsEnds } from '@service-relay/core';
 import WebSocket from 'ws';
 import { serveWorker } from '../lib/worker-runtime';
 import { signToken, type TenantKey } from '../lib/tokens';
@@ -74,6 +75,8 @@ async function openOne(base: string, localAddress: string, key: TenantKey, topic
     ws.terminate();
     throw err;
   }
+  // ws would build and drop errors as each close completes: a client process's CPU, not the server's.
+  skipRepeatedWsEnds(ws);
   ws.on('message', onMessage);
   conns.push({ ws, tenantId });
 }

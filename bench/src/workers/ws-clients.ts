@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { skipRepeatedWsEnds } from '@service-relay/core';
 import WebSocket from 'ws';
 import { serveWorker } from '../lib/worker-runtime';
 import { signTokens, type TenantKey } from '../lib/tokens';
@@ -51,6 +52,8 @@ async function openOne(g: Group, args: OpenArgs, token: string | undefined): Pro
     ws.terminate();
     throw err;
   }
+  // ws would build and drop errors as each close completes: a client process's CPU, not the server's.
+  skipRepeatedWsEnds(ws);
   // Delivered messages are counted, not parsed: the client side stays cheap.
   // Peers that pack several messages into one frame count them by their headers.
   const counter = proto.counter?.(ws);

@@ -17,3 +17,4 @@ export * from './limits';
 export * from './tracing';
 export * from './channel-capability';
 export * from './channel-rules';
+export * from './streams';

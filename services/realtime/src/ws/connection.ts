@@ -1,4 +1,4 @@
-import { DEFAULT_CHANNEL_RULES, MAX_DATA_BYTES, RelayError, codeOf, presenceEnabled, type ChannelAction, type ChannelRules, type ErrorCode, type Logger } from '@service-relay/core';
+import { DEFAULT_CHANNEL_RULES, MAX_DATA_BYTES, RelayError, codeOf, presenceEnabled, skipRepeatedWsEnds, type ChannelAction, type ChannelRules, type ErrorCode, type Logger } from '@service-relay/core';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { WebSocket } from 'ws';
 import { channelAccess } from '../authz/channel-access';
@@ -124,6 +124,8 @@ export class Connection implements TrackedConnection {
     ws.on('pong', onPong);
     ws.on('close', onClose);
     ws.on('error', onError);
+    // Every close of it, from either side, ends the socket and ws's parser again: free from here on.
+    skipRepeatedWsEnds(ws);
     ctx.registry.add(this);
     ctx.live?.add(this);
     this.armExpiry();
