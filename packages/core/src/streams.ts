@@ -15,10 +15,10 @@ function endUnlessOver(this: Writable, ...args: unknown[]): Writable {
 /**
  * Makes a repeated bare `end()` on this stream free. ws ends a WebSocket's
  * socket and its frame parser again as a close completes (its socket 'end' and
- * 'close' listeners), each time on a stream already over: every dropped error
- * costs 6–9 µs of CPU on the bench machines: ~490 ms of realtime's CPU in
- * the seconds after a disable of 10,000 connections went to them, profiled
- * (bench/README.md "Scale of one instance").
+ * 'close' listeners), each time on a stream already over. Each dropped error
+ * cost 6–9 µs of CPU on an Intel Xeon bench machine, and 485–673 ms of
+ * realtime's CPU in the seconds after a disable of 10,000 connections went to
+ * them, profiled (bench/README.md "Scale of one instance").
  */
 export function skipRepeatedEnd(stream: Writable): void {
   stream.end = endUnlessOver as Writable['end'];
@@ -26,8 +26,8 @@ export function skipRepeatedEnd(stream: Writable): void {
 
 /**
  * The same for a `ws` WebSocket, client or server: its socket and its frame
- * parser (ws keeps both private). Called as a close begins, or once the
- * connection is open, whatever ends it.
+ * parser (ws keeps both private). Called once the connection is open, it
+ * covers every close of it, from either side.
  */
 export function skipRepeatedWsEnds(ws: object): void {
   const w = ws as { _socket?: Writable | null; _receiver?: Writable | null };
