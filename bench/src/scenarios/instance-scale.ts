@@ -108,6 +108,8 @@ async function measure(target: Target, spawn: (name: string, opts?: { label?: st
   }
   const latencies = window.flatMap((w) => w.latencies);
   const delivered = window.reduce((s, w) => s + w.delivered, 0);
+  // Say what happened rather than failing on an empty percentile.
+  if (latencies.length === 0) throw new Error(`${target.label}: no message delivered in the ${MEASURE_S} s window (${sent} published, ${acked} acknowledged, ${errors} refused)`);
   const p50 = percentile(latencies, 50);
   const p99 = percentile(latencies, 99);
   const cpu = cpuShare(cpuBefore, cpuAfter);
