@@ -176,6 +176,27 @@ describe('WebSocket protocol', () => {
     expect((await c.closed).code).toBe(4401);
   });
 
+  it('acts on no frame that arrives after it closed the connection: no publish, no subscription', async () => {
+    const now = Math.floor(clock.now() / 1000);
+    const { id } = await connect();
+    const { c: watcher } = await connect({ tenantId: id.tenantId });
+    const topic = topicFor(id.tenantId, 'after-close');
+    await watcher.request({ type: 'subscribe', topic });
+    const { c: closing } = await connect({ tenantId: id.tenantId, expiresAt: now + 60 });
+    // Written before the server closes it, read by the server after: ws still
+    // emits such frames while its close handshake runs.
+    closing.ws.send(JSON.stringify({ type: 'publish', topic, data: 'after close', ref: 'late' }));
+    closing.ws.send(JSON.stringify({ type: 'subscribe', topic: topicFor(id.tenantId, 'late-sub'), ref: 'late-sub' }));
+    clock.advance(61_000);
+    expect((await closing.closed).code).toBe(4401);
+    expect(closing.frames.filter((f) => f.ref === 'late' || f.ref === 'late-sub')).toEqual([]);
+    // The channel holds only what came after, from a connection still open.
+    const marker = await watcher.request({ type: 'publish', topic, data: 'marker' });
+    await watcher.waitForMessages(topic, 1);
+    expect(watcher.messages(topic).map((m) => m.data)).toEqual(['marker']);
+    expect(marker).toMatchObject({ type: 'published' });
+  });
+
   it('drops peers that stop answering pings', async () => {
     const rt2 = await startRealtime({ verifier, pingIntervalMs: 50 });
     const { token } = issueToken(verifier);

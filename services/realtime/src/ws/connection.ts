@@ -260,6 +260,9 @@ export class Connection implements TrackedConnection {
 
   /** A frame from the client (undefined: a binary frame). */
   onFrame(text: string | undefined): void {
+    // Closed by this side (revoked, expired, dropped): ws still hands over the
+    // frames the client sent before it read the close frame; none is acted on.
+    if (this.closeCode !== undefined) return;
     const parsed = text === undefined ? ({ ok: false, ref: undefined } as const) : parseClientFrame(text);
     if (!parsed.ok) return this.error('invalid_frame', parsed.ref);
     this.handle(parsed.frame).catch((err: unknown) => {
@@ -286,6 +289,8 @@ export class Connection implements TrackedConnection {
       // Known rules decide at once (no await on a publish); rules that must be asked for and cannot be refuse the frame with `unavailable`.
       const lookup = (this.ctx.channelRules ?? DEFAULT_RULES_LOOKUP)(this.identity.tenantId);
       rules = lookup instanceof Promise ? await lookup : lookup;
+      // Closed while the rules were fetched: nothing more for this connection.
+      if (this.closeCode !== undefined) return;
       if (!this.may(rules, topic.ref.channel, frame.type)) return this.error('forbidden_channel', frame.ref);
     }
     if (frame.type === 'presence') return this.listPresence(name, topic.ref, rules, frame.ref);
