@@ -1,5 +1,5 @@
 import type { Agent, Server } from 'node:http';
-import { capabilityFromJson, createLogger, DEFAULT_CONNECTION_LIMITS, listen } from '@service-relay/core';
+import { capabilityFromJson, createLogger, DEFAULT_CONNECTION_LIMITS, listen, pinTickObjectShape } from '@service-relay/core';
 import { createApp, createGatewayMetrics, createListener, createUpstreamAgent, type GatewayConfig } from '@service-relay/edge-gateway';
 import type { VerifyResult } from '@service-relay/verifier-client';
 import { serveWorker } from '../lib/worker-runtime';
@@ -45,6 +45,8 @@ let server: Server | undefined;
 let agent: Agent | undefined;
 
 async function start(args: StartArgs): Promise<{ port: number }> {
+  // As the real gateway's process does (runMain; service-host.ts in the bench): the two processes differ by the auth step only.
+  pinTickObjectShape();
   const logger = createLogger({ service: 'bench-gateway-noauth', level: 'warn' });
   const config: Pick<GatewayConfig, 'registryUrl' | 'realtimeUrl' | 'internalToken' | 'corsOrigins' | 'upstreamTimeoutMs' | 'trustProxy'> = {
     registryUrl: args.registryUrl,

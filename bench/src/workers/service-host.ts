@@ -1,3 +1,4 @@
+import { pinTickObjectShape } from '@service-relay/core';
 import { serveWorker } from '../lib/worker-runtime';
 
 /**
@@ -25,6 +26,8 @@ function load({ service }: { service: ServiceName }): Promise<ServiceModule> {
 async function start({ service, env }: { service: ServiceName; env: Record<string, string> }): Promise<Record<string, number>> {
   if (running) throw new Error('a service is already running in this worker');
   const mod = await load({ service });
+  // What runMain does first in every main.ts.
+  pinTickObjectShape();
   const server = mod.createServer(mod.loadConfig(env, { standalone: true }));
   await server.start();
   running = server;

@@ -18,3 +18,4 @@ export * from './tracing';
 export * from './channel-capability';
 export * from './channel-rules';
 export * from './streams';
+export * from './tick-shape';

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { ConfigError, DEFAULT_BIND_HOST, processEnvironment, type Env } from './config';
 import { createLogger } from './logger';
+import { pinTickObjectShape } from './tick-shape';
 
 /** What every service's createServer(deps) returns. */
 export interface Service {
@@ -15,6 +16,8 @@ export interface Service {
  * deadline so a stuck dependency cannot hold the process forever.
  */
 export async function runMain(main: () => Promise<{ stop(): Promise<void> }>, opts: { logger?: Logger; graceMs?: number } = {}): Promise<void> {
+  // A service that goes quiet must not come back with a slower nextTick (see there).
+  pinTickObjectShape();
   let running: { stop(): Promise<void> };
   try {
     running = await main();
