@@ -17,9 +17,9 @@ function noop(): void {}
  * an AMD EPYC, `node --expose-gc`, a hot loop of ticks before and after two
  * idle GCs), for the rest of the process. Node's HTTP and stream code calls
  * it about a dozen times per proxied request: profiled in the bench, the
- * gateway's process spent 7.2 CPU-µs per request in `nextTick` itself after a
- * quiet spell against 0.5–1 before it (bench/README.md "What limits each
- * figure").
+ * gateway's process spent 2.5–3.8% of its CPU in `nextTick` itself after a
+ * quiet spell against 0.5–0.6% before it (7.2 CPU-µs per request over the
+ * run, the no-auth gateway 0.95; bench/README.md "What limits each figure").
  *
  * One tick object, captured as Node creates it (an async hook enabled only
  * for that one call) and held here, keeps the map alive, so the optimized
