@@ -18,3 +18,10 @@ export class ManualClock implements Clock {
     this.ms = ms;
   }
 }
+
+/**
+ * Milliseconds on a clock that never jumps (performance.now(), offset to read
+ * like Date.now() at process start). Leases are measured on it: a wall-clock
+ * step back (NTP, a VM resumed) must not extend one (Chubby, etcd).
+ */
+export const monotonicClock: Clock = { now: () => performance.timeOrigin + performance.now() };

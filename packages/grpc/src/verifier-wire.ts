@@ -15,6 +15,8 @@ export interface VerifyResponseWire {
   cap_json?: string;
   /** The token's integer `iat`; 0 (or absent from older peers) when it has none. */
   issued_at?: number;
+  /** The tenant-feed sequence the verdict reflects (a zookie); 0 (or absent) from older verifiers. */
+  as_of_seq?: number;
 }
 
 export interface VerifyStreamRequest {
@@ -22,6 +24,8 @@ export interface VerifyStreamRequest {
   token: string;
   /** W3C traceparent of the caller's span; absent (or '') when not tracing. */
   traceparent?: string;
+  /** Judge on tenant state at or after this feed sequence; 0 or absent: any state the verifier trusts. */
+  min_seq?: number;
 }
 
 export interface VerifyStreamResponse {

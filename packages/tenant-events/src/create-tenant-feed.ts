@@ -1,4 +1,4 @@
-import { systemClock, type Clock, type Logger } from '@service-relay/core';
+import { monotonicClock, type Clock, type Logger } from '@service-relay/core';
 import { RegistryFeedClient } from './registry-feed-client';
 import type { TenantEventBus } from './tenant-event-bus';
 import { newConsumerId, TenantFeed } from './tenant-feed';
@@ -10,6 +10,7 @@ export interface TenantFeedSettings {
   internalToken: string;
   leaseMs: number;
   bus?: TenantEventBus | undefined;
+  /** What the lease is measured on; default monotonicClock (a wall-clock step must not extend a lease). */
   clock?: Clock;
   logger: Logger;
 }
@@ -18,5 +19,5 @@ export interface TenantFeedSettings {
 export function createTenantFeed(s: TenantFeedSettings): TenantFeed {
   const consumerId = newConsumerId(s.kind);
   const source = new RegistryFeedClient({ address: s.registryAddr, internalToken: s.internalToken, consumerId, consumerKind: s.kind });
-  return new TenantFeed(s.kind, { source, bus: s.bus, leaseMs: s.leaseMs, clock: s.clock ?? systemClock, logger: s.logger.child({ tenant_feed: s.kind }), consumerId });
+  return new TenantFeed(s.kind, { source, bus: s.bus, leaseMs: s.leaseMs, clock: s.clock ?? monotonicClock, logger: s.logger.child({ tenant_feed: s.kind }), consumerId });
 }

@@ -7,3 +7,4 @@ export * from './tenant-feed';
 export * from './registry-feed-client';
 export * from './create-tenant-feed';
 export * from './manual-tenant-feed';
+export * from './tenant-positions';

@@ -2,6 +2,7 @@ import type { Registry } from 'prom-client';
 import type { TenantEvent } from './tenant-event';
 import { FeedListeners } from './feed-listeners';
 import type { TenantFeedHandle } from './tenant-feed';
+import { TenantPositions } from './tenant-positions';
 
 /**
  * A tenant feed driven by hand, for tests of a consumer on its own: `push`
@@ -12,6 +13,7 @@ export class ManualTenantFeed extends FeedListeners implements TenantFeedHandle 
   private current = true;
   private seq = 0;
   private base = 0;
+  private readonly positions = new TenantPositions();
 
   isCurrent(): boolean {
     return this.current;
@@ -19,6 +21,19 @@ export class ManualTenantFeed extends FeedListeners implements TenantFeedHandle 
 
   baseSeq(): number {
     return this.base;
+  }
+
+  appliedSeq(): number {
+    return this.seq;
+  }
+
+  requiredSeq(tenantId: string): number {
+    return this.positions.required(tenantId);
+  }
+
+  /** Nothing to pull: a position not applied yet stays so until push() reaches it. */
+  whenApplied(seq: number): Promise<boolean> {
+    return Promise.resolve(this.seq >= seq);
   }
 
   setCurrent(current: boolean): void {
@@ -29,12 +44,14 @@ export class ManualTenantFeed extends FeedListeners implements TenantFeedHandle 
   async push(change: Omit<TenantEvent, 'seq'> & { seq?: number }): Promise<void> {
     this.seq = change.seq ?? this.seq + 1;
     const event: TenantEvent = { ...change, seq: this.seq };
+    this.positions.applied(event.tenant_id, event.seq);
     await Promise.all([...this.handlers].map(async (h) => h(event)));
   }
 
   /** The feed lost its place: handlers drop everything; knowledge starts again at `base`. */
   async reset(base = this.seq): Promise<void> {
     this.base = base;
+    this.positions.reset(base);
     await Promise.all([...this.resetHandlers].map(async (h) => h()));
   }
 

@@ -6,6 +6,7 @@ import { Counter, Gauge } from 'prom-client';
 import type { TenantEvent } from './tenant-event';
 import type { TenantEventBus } from './tenant-event-bus';
 import { FeedListeners, type ChangeHandler } from './feed-listeners';
+import { TenantPositions } from './tenant-positions';
 
 export interface FeedAnswer {
   latestSeq: number;
@@ -46,6 +47,16 @@ export interface TenantFeedView {
   isCurrent(): boolean;
   /** The sequence this consumer's knowledge starts at: state read before it may have missed changes. */
   baseSeq(): number;
+  /** The last sequence every handler has finished (-1 before the first sync). */
+  appliedSeq(): number;
+  /**
+   * The feed position a verdict about this tenant must reflect to be used
+   * here: the last change of the tenant this consumer applied (or began to
+   * apply), raised by resets (TenantPositions).
+   */
+  requiredSeq(tenantId: string): number;
+  /** Resolves true once `seq` is applied (pulling at once), false if not within `timeoutMs`. */
+  whenApplied(seq: number, timeoutMs: number): Promise<boolean>;
 }
 
 /** What a service owns: the view plus its life cycle. TenantFeed, or ManualTenantFeed in tests. */
@@ -86,6 +97,8 @@ export class TenantFeed extends FeedListeners implements TenantFeedHandle {
   private offNotice: (() => void) | undefined;
   private lastError = '';
   private leaseLosses = 0;
+  private readonly positions = new TenantPositions();
+  private readonly waiters = new Set<{ seq: number; done: (ok: boolean) => void }>();
 
   constructor(
     readonly kind: string,
@@ -105,6 +118,28 @@ export class TenantFeed extends FeedListeners implements TenantFeedHandle {
 
   appliedSeq(): number {
     return this.applied;
+  }
+
+  requiredSeq(tenantId: string): number {
+    return this.positions.required(tenantId);
+  }
+
+  whenApplied(seq: number, timeoutMs: number): Promise<boolean> {
+    if (this.applied >= seq) return Promise.resolve(true);
+    if (this.closed) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const waiter = {
+        seq,
+        done: (ok: boolean) => {
+          clearTimeout(timer);
+          this.waiters.delete(waiter);
+          resolve(ok);
+        },
+      };
+      const timer = setTimeout(() => waiter.done(false), timeoutMs);
+      this.waiters.add(waiter);
+      void this.sync();
+    });
   }
 
   /** First sync (bounded by `waitMs`), then polling and wake-ups. Not current until the first sync completes. */
@@ -157,6 +192,7 @@ export class TenantFeed extends FeedListeners implements TenantFeedHandle {
 
   close(): void {
     this.closed = true;
+    for (const w of [...this.waiters]) w.done(false);
     clearInterval(this.timer);
     this.offNotice?.();
     this.opts.source.close();
@@ -180,9 +216,11 @@ export class TenantFeed extends FeedListeners implements TenantFeedHandle {
         // reports the new position before the lease is taken.
         if (this.applied >= 0) {
           this.opts.logger.warn({ applied_seq: this.applied, latest_seq: answer.latestSeq }, 'tenant feed reset: dropping every cached tenant state');
+          // Before the handlers: no verdict from before the reset is used from here on.
+          this.positions.reset(answer.latestSeq);
           await this.runReset();
         }
-        this.applied = answer.latestSeq;
+        this.setApplied(answer.latestSeq);
         this.base = answer.latestSeq;
         this.knownLatest = answer.latestSeq;
         continue;
@@ -190,7 +228,7 @@ export class TenantFeed extends FeedListeners implements TenantFeedHandle {
       for (const change of answer.changes) {
         if (change.seq <= this.applied) continue;
         if (!(await this.apply(change))) return;
-        this.applied = change.seq;
+        this.setApplied(change.seq);
       }
       if (answer.changes.length === 0 && this.applied >= answer.latestSeq) {
         // The registry recorded us as current in this same request.
@@ -201,7 +239,14 @@ export class TenantFeed extends FeedListeners implements TenantFeedHandle {
     }
   }
 
+  private setApplied(seq: number): void {
+    this.applied = seq;
+    for (const w of [...this.waiters]) if (w.seq <= seq) w.done(true);
+  }
+
   private async apply(change: TenantEvent): Promise<boolean> {
+    // Before any handler runs (and stays if one fails: the change is committed).
+    this.positions.applied(change.tenant_id, change.seq);
     const results = await Promise.allSettled([...this.handlers].map(async (h) => withTimeout(Promise.resolve(h(change)), this.opts.leaseMs)));
     const failed = results.find((r) => r.status === 'rejected');
     if (!failed) return true;

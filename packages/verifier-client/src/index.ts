@@ -1,2 +1,3 @@
 export * from './verify-result';
 export * from './verifier-client';
+export * from './fresh-verdict';

@@ -46,8 +46,12 @@ export interface VerifierClientOptions {
 export type CheckKind = 'admission' | 'refresh';
 
 export interface VerifierClient {
-  /** Resolves with the verdict; rejects with RelayError('auth_unavailable') when the verifier cannot answer. */
-  verify(token: string, kind?: CheckKind): Promise<VerifyResult>;
+  /**
+   * Resolves with the verdict; rejects with RelayError('auth_unavailable') when
+   * the verifier cannot answer. `minSeq`: the verdict must reflect at least this
+   * tenant-feed position (see verifyFresh).
+   */
+  verify(token: string, kind?: CheckKind, minSeq?: number): Promise<VerifyResult>;
   /** True when a unary health round trip succeeds. */
   ready(): Promise<boolean>;
   close(): void;
@@ -125,7 +129,7 @@ export class StreamingVerifierClient implements VerifierClient {
     this.sweeper.unref();
   }
 
-  verify(token: string, kind: CheckKind = 'admission'): Promise<VerifyResult> {
+  verify(token: string, kind: CheckKind = 'admission', minSeq = 0): Promise<VerifyResult> {
     if (this.closed) return Promise.reject(new RelayError('auth_unavailable', 'verifier client closed'));
     if (this.pending.size >= this.maxInFlight) return Promise.reject(new RelayError('auth_unavailable', 'too many checks in flight'));
     const refresh = kind === 'refresh';
@@ -137,6 +141,7 @@ export class StreamingVerifierClient implements VerifierClient {
       // the check: the stream is shared, so the trace context is per message.
       const { traceparent } = traceHeaders();
       const msg: VerifyStreamRequest = traceparent === undefined ? { id, token } : { id, token, traceparent };
+      if (minSeq > 0) msg.min_seq = minSeq;
       const p: Pending = { refresh, msg, written: false, resent: false, resolve, reject, deadline: Date.now() + this.deadlineMs };
       this.pending.set(id, p);
       this.outbox.push(p);

@@ -15,6 +15,12 @@ export interface VerifiedIdentity {
   cap?: ChannelCapability | undefined;
   /** The token's integer `iat`, seconds since the epoch; undefined when it has none (a user revocation closes such a connection). */
   issuedAt?: number | undefined;
+  /**
+   * The tenant-feed sequence the verdict reflects: every change at or below it
+   * was applied to the state it was judged on (a zookie, docs/ARCHITECTURE.md
+   * "Verdict freshness"). Undefined from verifiers that predate it.
+   */
+  asOfSeq?: number | undefined;
 }
 
 export type VerifyResult = { valid: true; identity: VerifiedIdentity } | { valid: false; reason: string };
@@ -38,13 +44,14 @@ export function fromWire(r: VerifyResponseWire): VerifyResult {
       keyVersion: r.key_version,
       ...(cap !== undefined && { cap }),
       ...(typeof r.issued_at === 'number' && r.issued_at > 0 && { issuedAt: r.issued_at }),
+      ...(typeof r.as_of_seq === 'number' && r.as_of_seq > 0 && { asOfSeq: r.as_of_seq }),
     },
   };
 }
 
 export function toWire(result: VerifyResult): VerifyResponseWire {
   if (!result.valid) {
-    return { valid: false, tenant_id: '', user_id: '', expires_at: 0, key_slot: 'KEY_SLOT_UNSPECIFIED', key_version: 0, reason: result.reason, cap_json: '', issued_at: 0 };
+    return { valid: false, tenant_id: '', user_id: '', expires_at: 0, key_slot: 'KEY_SLOT_UNSPECIFIED', key_version: 0, reason: result.reason, cap_json: '', issued_at: 0, as_of_seq: 0 };
   }
   const i = result.identity;
   return {
@@ -57,5 +64,6 @@ export function toWire(result: VerifyResult): VerifyResponseWire {
     reason: '',
     cap_json: i.cap === undefined ? '' : capabilityJson(i.cap),
     issued_at: i.issuedAt ?? 0,
+    as_of_seq: i.asOfSeq ?? 0,
   };
 }

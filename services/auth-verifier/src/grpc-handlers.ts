@@ -18,6 +18,12 @@ function wire(outcome: VerifyOutcome): VerifyResponseWire | undefined {
   return 'unavailable' in outcome ? undefined : toWire(outcome);
 }
 
+/** A malformed or negative position asks for nothing (0); the verdict still says what it reflects. */
+function minSeqOf(req: VerifyStreamRequest): number {
+  const n = Number(req.min_seq ?? 0);
+  return Number.isSafeInteger(n) && n > 0 ? n : 0;
+}
+
 function answer(id: number, outcome: VerifyOutcome): VerifyStreamResponse {
   const result = wire(outcome);
   return { id, result: result ?? null, unavailable: result === undefined };
@@ -31,8 +37,8 @@ function answer(id: number, outcome: VerifyOutcome): VerifyStreamResponse {
 export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, internalToken: string, tracing: Tracing = TRACING_OFF): grpc.UntypedServiceImplementation {
   // A span around one check, continuing the caller's trace (unary: call
   // metadata; stream: the message's own traceparent). Off: the check itself.
-  const check = (token: string, parent: () => TraceContext): VerifyOutcome | Promise<VerifyOutcome> => {
-    if (!tracing.enabled) return verifier.verify(token);
+  const check = (token: string, parent: () => TraceContext, minSeq = 0): VerifyOutcome | Promise<VerifyOutcome> => {
+    if (!tracing.enabled) return verifier.verify(token, minSeq);
     const { span } = startServerSpan(tracing, 'relay.auth.v1.TokenVerifier/Verify', parent(), { 'rpc.system': 'grpc' });
     const done = (outcome: VerifyOutcome) => {
       if ('unavailable' in outcome) endSpan(span, { error: 'unavailable' });
@@ -42,7 +48,7 @@ export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, i
       }
       return outcome;
     };
-    const r = verifier.verify(token);
+    const r = verifier.verify(token, minSeq);
     return r instanceof Promise ? r.then(done) : done(r);
   };
   return {
@@ -80,7 +86,7 @@ export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, i
       // Each request is answered as soon as its own verdict is ready: one slow
       // key fetch never holds back the checks behind it.
       call.on('data', (req: VerifyStreamRequest) => {
-        const r = check(req.token ?? '', () => contextFromTraceparent(req.traceparent));
+        const r = check(req.token ?? '', () => contextFromTraceparent(req.traceparent), minSeqOf(req));
         if (!(r instanceof Promise)) return send(req.id, r);
         pending++;
         void r.then((outcome) => {
@@ -143,7 +149,7 @@ export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, i
         }
         const now: VerifyStreamResponse[] = [];
         for (const c of checks) {
-          const r = check(c.token ?? '', () => contextFromTraceparent(c.traceparent));
+          const r = check(c.token ?? '', () => contextFromTraceparent(c.traceparent), minSeqOf(c));
           if (!(r instanceof Promise)) {
             now.push(answer(c.id, r));
             continue;

@@ -52,7 +52,7 @@ export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDep
   const tracing = deps.tracing ?? startTracing('auth-verifier', config.tracing);
   const ownBus = deps.bus === undefined;
   const bus = deps.bus ?? createTenantEventBus(config.redis, logger);
-  const feed = createTenantFeed({ kind: 'auth-verifier', registryAddr: config.tenantFeed.registryAddr, internalToken: config.internalToken, leaseMs: config.tenantFeed.leaseMs, bus, clock, logger });
+  const feed = createTenantFeed({ kind: 'auth-verifier', registryAddr: config.tenantFeed.registryAddr, internalToken: config.internalToken, leaseMs: config.tenantFeed.leaseMs, bus, ...(deps.clock && { clock: deps.clock }), logger });
   const metrics = createVerifierMetrics();
   const registry = metrics.registry;
   feed.addMetrics(registry, 'relay_verifier');

@@ -39,7 +39,7 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
   const clock = deps.clock ?? systemClock;
   const tracing = deps.tracing ?? startTracing('edge-gateway', config.tracing);
   const bus = deps.bus ?? createTenantEventBus(config.redis, logger);
-  const feed = deps.feed ?? createTenantFeed({ kind: 'edge-gateway', registryAddr: config.tenantFeed.registryAddr, internalToken: config.internalToken, leaseMs: config.tenantFeed.leaseMs, bus, clock, logger });
+  const feed = deps.feed ?? createTenantFeed({ kind: 'edge-gateway', registryAddr: config.tenantFeed.registryAddr, internalToken: config.internalToken, leaseMs: config.tenantFeed.leaseMs, bus, ...(deps.clock && { clock: deps.clock }), logger });
   const verifier = deps.verifier ?? createVerifierClient({ address: config.verifierAddr, internalToken: config.internalToken, deadlineMs: config.verifyDeadlineMs, logger });
 
   const metrics = createGatewayMetrics();

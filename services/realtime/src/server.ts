@@ -82,7 +82,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     deps.messages ?? createMessageBus(config.redis, { retention, historyDir: config.historyDir, idempotencyWindowS: config.idempotencyWindowS, logger, ...(clock && { clock }) });
   const ownsVerifier = !deps.verifier;
   const verifier = deps.verifier ?? createVerifierClient({ address: config.verifierAddr, internalToken: config.internalToken, deadlineMs: config.verifyDeadlineMs, logger });
-  const registry = new ConnectionRegistry(verifier, metrics);
+  const registry = new ConnectionRegistry(verifier, metrics, feed);
   const hub = new TopicHub(messages, metrics);
   const revocation = new Revocation(registry, logger);
   const ownsRulesSource = !deps.channelRules;

@@ -231,6 +231,26 @@ describe('CachingKeySource', () => {
     expect((await first).found).toBe(false);
     expect((await second).found).toBe(false);
   });
+
+  it('asked for a feed position this replica has not applied (min_seq), uses no cached layer: the registry answer must reflect it', async () => {
+    const source = await make();
+    await source.get(tenant);
+    expect(fetcher.calls).toBe(1);
+    // The manual feed stays at seq 0: it cannot catch up, so the registry is asked.
+    fetcher.data.set(tenant, tenantData(1, { asOfSeq: 2 }));
+    await expect(source.get(tenant, 3)).rejects.toMatchObject({ code: 'unavailable' });
+    expect(fetcher.calls).toBe(2);
+    fetcher.data.set(tenant, tenantData(2, { asOfSeq: 3 }));
+    expect(versionOf(await source.get(tenant, 3))).toBe(2);
+    expect((await source.get(tenant, 3)).asOfSeq).toBe(3);
+    // A position already applied here (a change of another tenant) is served from the caches as before.
+    await bus.push({ seq: 3, tenant_id: randomUUID(), kind: 'created', version: 1, revoked_key_versions: [] });
+    const calls = fetcher.calls;
+    await source.get(tenant, 3);
+    await source.get(tenant, 3);
+    expect(fetcher.calls).toBe(calls);
+    expect(source.appliedSeq()).toBe(3);
+  });
 });
 
 /** Yields to the event loop until `cond` holds (it depends only on in-process promises). */

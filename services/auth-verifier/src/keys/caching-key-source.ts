@@ -29,6 +29,12 @@ const STALE_REFETCHES = 3;
 const MAX_FLOORS = 100_000;
 /** Applying a change never waits longer than this on the shared cache (a frozen Redis must not stall the feed). */
 const SHARED_DROP_DEADLINE_MS = 250;
+/**
+ * A check asking for a feed position this replica has not applied yet waits
+ * this long for the feed to get there (it pulls at once) before asking the
+ * registry directly: after a change the replica is usually milliseconds behind.
+ */
+const CATCH_UP_MS = 500;
 
 /**
  * in-process LRU (TTL) -> shared cache -> registry, with revocation from the
@@ -90,7 +96,12 @@ export class CachingKeySource implements KeySource {
     return miss;
   }
 
-  get(tenantId: string): Promise<TenantKeys> {
+  appliedSeq(): number {
+    return this.opts.feed.appliedSeq();
+  }
+
+  get(tenantId: string, minSeq = 0): Promise<TenantKeys> {
+    if (minSeq > this.opts.feed.appliedSeq()) return this.getAtLeast(tenantId, minSeq);
     const cached = this.peek(tenantId);
     if (cached) return Promise.resolve(cached);
     let p = this.inflight.get(tenantId);
@@ -104,6 +115,19 @@ export class CachingKeySource implements KeySource {
       mine.then(forget, forget);
     }
     return p;
+  }
+
+  /**
+   * A caller applied a change of this tenant at `minSeq` that this replica has
+   * not: every layer here may predate it. Wait briefly for the feed (which then
+   * drops what the change touched), else ask the registry, whose answer must
+   * reflect `minSeq` (ARCHITECTURE.md "Verdict freshness").
+   */
+  private async getAtLeast(tenantId: string, minSeq: number): Promise<TenantKeys> {
+    if (await this.opts.feed.whenApplied(minSeq, CATCH_UP_MS)) return this.get(tenantId);
+    const data = await this.fetch(tenantId);
+    if ((data.asOfSeq ?? 0) < minSeq) throw new RelayError('unavailable', 'registry state is behind the asked feed position');
+    return buildTenantKeys(tenantId, data);
   }
 
   async readiness(): Promise<Record<string, boolean>> {

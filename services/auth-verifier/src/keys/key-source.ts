@@ -6,8 +6,14 @@ export type KeyLayer = 'local' | 'negative' | 'shared' | 'registry';
 export interface KeySource {
   /** A fresh in-process answer, synchronously, or undefined (then call get()). */
   peek(tenantId: string): TenantKeys | undefined;
-  /** The tenant's keys; rejects with RelayError('unavailable') when nothing fresh can be had. */
-  get(tenantId: string): Promise<TenantKeys>;
+  /**
+   * The tenant's keys; rejects with RelayError('unavailable') when nothing
+   * fresh can be had. With `minSeq`, keys reflecting at least that tenant-feed
+   * position (the feed is given a moment to get there, else the registry is asked).
+   */
+  get(tenantId: string, minSeq?: number): Promise<TenantKeys>;
+  /** The tenant-feed position every cached answer reflects (the feed's applied sequence). */
+  appliedSeq(): number;
   /** Dependency checks for /readyz. */
   readiness(): Promise<Record<string, boolean>>;
   start(): Promise<void>;

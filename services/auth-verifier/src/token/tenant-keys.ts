@@ -20,12 +20,15 @@ export interface KnownTenant {
   keys: readonly SigningKey[];
   /** Lowercase user id -> unix seconds: that user's tokens with `iat` absent or earlier are rejected. */
   revokedUsers: ReadonlyMap<string, number>;
+  /** The tenant-feed sequence the registry's answer reflected (absent: unknown). */
+  asOfSeq?: number;
 }
 
 export interface UnknownTenant {
   found: false;
   tenantId: string;
   version: number;
+  asOfSeq?: number;
 }
 
 export type TenantKeys = KnownTenant | UnknownTenant;
@@ -44,11 +47,12 @@ export interface TenantKeysData {
 }
 
 export function buildTenantKeys(tenantId: string, data: TenantKeysData): TenantKeys {
-  if (!data.found) return { found: false, tenantId, version: data.version };
+  const asOfSeq = data.asOfSeq ?? 0;
+  if (!data.found) return { found: false, tenantId, version: data.version, asOfSeq };
   const keys: SigningKey[] = [];
   if (data.primary) keys.push({ key: secretKeyObject(data.primary.secret), keyVersion: data.primary.keyVersion, slot: 'primary' });
   if (data.previous) keys.push({ key: secretKeyObject(data.previous.secret), keyVersion: data.previous.keyVersion, slot: 'previous' });
   const revokedUsers = new Map<string, number>();
   for (const r of data.userRevocations ?? []) revokedUsers.set(r.userId.toLowerCase(), Math.max(r.before, revokedUsers.get(r.userId.toLowerCase()) ?? 0));
-  return { found: true, tenantId, disabled: data.disabled, version: data.version, keys, revokedUsers };
+  return { found: true, tenantId, disabled: data.disabled, version: data.version, keys, revokedUsers, asOfSeq };
 }

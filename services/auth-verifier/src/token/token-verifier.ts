@@ -32,14 +32,20 @@ export class TokenVerifier {
     this.checker = new TokenChecker({ clock: opts.clock, maxLifetimeS: opts.maxLifetimeS });
   }
 
-  verify(token: string): VerifyOutcome | Promise<VerifyOutcome> {
+  /**
+   * `minSeq`: the caller applied a change of the token's tenant at that
+   * tenant-feed position; the verdict must reflect it (0: any trusted state).
+   * Every valid verdict carries the position it reflects (`asOfSeq`).
+   */
+  verify(token: string, minSeq = 0): VerifyOutcome | Promise<VerifyOutcome> {
     const startedAt = performance.now();
     const parsed = this.checker.parse(token);
     if (!parsed.ok) return this.done({ valid: false, reason: parsed.reason }, startedAt);
-    const keys = this.opts.keySource.peek(parsed.tenantId);
-    if (keys) return this.done(this.checker.checkKeys(parsed, keys), startedAt);
-    return this.opts.keySource.get(parsed.tenantId).then(
-      (k: TenantKeys) => this.done(this.recheck(parsed, k), startedAt),
+    const source = this.opts.keySource;
+    const keys = minSeq > source.appliedSeq() ? undefined : source.peek(parsed.tenantId);
+    if (keys) return this.done(this.stamp(this.checker.checkKeys(parsed, keys), keys), startedAt);
+    return source.get(parsed.tenantId, minSeq).then(
+      (k: TenantKeys) => this.done(this.stamp(this.recheck(parsed, k), k), startedAt),
       (err: unknown) => {
         if (!isRelayError(err) || err.code !== 'unavailable') this.opts.logger.error({ err, tenant_id: parsed.tenantId }, 'key lookup failed');
         return this.done(UNAVAILABLE, startedAt);
@@ -54,6 +60,17 @@ export class TokenVerifier {
   private recheck(parsed: ParsedToken, keys: TenantKeys): CheckResult {
     if (parsed.exp * 1000 <= this.opts.clock.now()) return { valid: false, reason: 'expired' };
     return this.checker.checkKeys(parsed, keys);
+  }
+
+  /**
+   * The position a verdict reflects: the cached layers hold only what every
+   * applied change left valid (a change drops its tenant before it counts as
+   * applied), and a registry answer reflects its own snapshot; a fetched
+   * answer older than a change applied here was refused by the version floor.
+   */
+  private stamp(result: CheckResult, keys: TenantKeys): CheckResult {
+    if (result.valid) result.identity.asOfSeq = Math.max(this.opts.keySource.appliedSeq(), keys.asOfSeq ?? 0);
+    return result;
   }
 
   private done(outcome: VerifyOutcome, startedAt: number): VerifyOutcome {

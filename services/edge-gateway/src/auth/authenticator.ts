@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { RelayError, isRelayError, type Logger } from '@service-relay/core';
 import type { TenantFeedView } from '@service-relay/tenant-events';
-import type { VerifierClient, VerifyResult } from '@service-relay/verifier-client';
+import { isFresh, verifyFresh, type VerifierClient, type VerifyResult } from '@service-relay/verifier-client';
 import type { VerificationCache } from './verification-cache';
 
 /** Where the authenticator reports what it did (metrics); every hook is optional. */
@@ -83,7 +83,9 @@ export class Authenticator {
     const started = performance.now();
     let result: VerifyResult;
     try {
-      result = await verifier.verify(token);
+      // A verdict judged before a change of its tenant that this gateway has
+      // applied is asked for again (ARCHITECTURE.md "Verdict freshness").
+      result = await verifyFresh(verifier, feed, token);
     } catch (err) {
       observer?.verified?.((performance.now() - started) / 1000, 'unavailable');
       if (isRelayError(err) && err.code === 'auth_unavailable') throw err;
@@ -91,8 +93,9 @@ export class Authenticator {
     }
     observer?.verified?.((performance.now() - started) / 1000, result.valid ? 'valid' : 'invalid');
     // Stored only if no tenant event arrived while the call was in flight
-    // (the generation check) and the feed is still current.
-    if (result.valid && trusted && feed.isCurrent()) cache.set(key, result.identity, generation);
+    // (the generation check), the feed is still current and the verdict
+    // reflects every change of its tenant applied here.
+    if (result.valid && trusted && feed.isCurrent() && isFresh(result.identity, feed)) cache.set(key, result.identity, generation);
     return result;
   }
 

@@ -1,3 +1,4 @@
+import { ManualTenantFeed } from '@service-relay/tenant-events';
 import type { BatchMode } from '../ws/batch-frame';
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
@@ -37,7 +38,7 @@ export function fakeConnection(opts: { identity?: VerifiedIdentity; batching?: b
   const ctx: ConnectionContext = {
     hub: new TopicHub(bus),
     messages: bus,
-    registry: new ConnectionRegistry({} as VerifierClient, metrics),
+    registry: new ConnectionRegistry({} as VerifierClient, metrics, new ManualTenantFeed()),
     scheduler: new ManualScheduler(Date.now()),
     metrics,
     logger: createLogger({ service: 'realtime-test', level: 'silent' }),

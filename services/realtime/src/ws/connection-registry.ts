@@ -1,4 +1,4 @@
-import type { CheckKind, VerifiedIdentity, VerifierClient, VerifyResult } from '@service-relay/verifier-client';
+import { isFresh, verifyFresh, type CheckKind, type FeedPositions, type VerifiedIdentity, type VerifierClient, type VerifyResult } from '@service-relay/verifier-client';
 import type { RealtimeMetrics } from '../metrics';
 
 /** What the registry and revocation need from a live connection. */
@@ -12,18 +12,21 @@ export interface TrackedConnection {
 }
 
 /**
- * Live connections by tenant, and a revocation epoch: a token verified while
- * a revocation was being applied is checked once more, so a connection cannot
- * slip in between the verdict and the revocation that should have closed it.
+ * Live connections by tenant, and the freshness rule for the verdicts that
+ * admit them (docs/ARCHITECTURE.md "Verdict freshness"): a verdict judged
+ * before a change of its tenant that this instance has applied neither opens
+ * a connection nor counts as a refresh, so a connection cannot slip in
+ * between the verdict and the revocation that should have closed it.
  */
 export class ConnectionRegistry {
   private readonly byTenant = new Map<string, Set<TrackedConnection>>();
   private count = 0;
-  private epoch = 0;
 
   constructor(
     private readonly verifier: VerifierClient,
     private readonly metrics: RealtimeMetrics,
+    /** This instance's tenant feed. */
+    private readonly positions: FeedPositions,
   ) {}
 
   add(c: TrackedConnection): void {
@@ -63,21 +66,13 @@ export class ConnectionRegistry {
     return this.count;
   }
 
-  /** Changes whenever a revocation is applied: a verdict obtained before a change is not proof after it. */
-  get revocationEpoch(): number {
-    return this.epoch;
+  /** A verdict no older than any change of its tenant applied here; rejects like verify() (and when it cannot get one). */
+  verifyFresh(token: string, kind: CheckKind = 'admission'): Promise<VerifyResult> {
+    return verifyFresh(this.verifier, this.positions, token, kind);
   }
 
-  /** Called before a revocation is applied. */
-  bumpEpoch(): void {
-    this.epoch += 1;
-  }
-
-  /** Verifies a token; if a revocation happened during the check, checks again. Rejects like verify(). */
-  async verifyFresh(token: string, kind: CheckKind = 'admission'): Promise<VerifyResult> {
-    const start = this.epoch;
-    const first = await this.verifier.verify(token, kind);
-    if (!first.valid || this.epoch === start) return first;
-    return this.verifier.verify(token, kind);
+  /** Still fresh now? Asked synchronously right before a verdict opens a connection or counts as a refresh. */
+  isFresh(identity: VerifiedIdentity): boolean {
+    return isFresh(identity, this.positions);
   }
 }

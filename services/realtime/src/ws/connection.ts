@@ -422,6 +422,8 @@ export class Connection implements TrackedConnection {
     if (next.tenantId !== this.identity.tenantId || next.userId.toLowerCase() !== this.identity.userId.toLowerCase()) {
       return this.error('identity_mismatch', ref);
     }
+    // verifyFresh judged it fresh and nothing yielded since; asked again so a later edit cannot open a gap.
+    if (!this.ctx.registry.isFresh(next)) return this.error('auth_unavailable', ref);
     this.identity = next;
     this.token = token;
     this.armExpiry();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { createLogger, RelayError } from '@service-relay/core';
-import type { TenantEvent } from '@service-relay/tenant-events';
+import { ManualTenantFeed, type TenantEvent } from '@service-relay/tenant-events';
 import type { VerifiedIdentity, VerifierClient, VerifyResult } from '@service-relay/verifier-client';
 import { RealtimeMetrics } from '../metrics';
 import { ConnectionRegistry, type TrackedConnection } from './connection-registry';
@@ -35,7 +35,7 @@ function setup(verdicts: Map<string, VerifyResult | 'unavailable'>) {
     ready: async () => true,
     close: () => {},
   };
-  const registry = new ConnectionRegistry(verifier, new RealtimeMetrics());
+  const registry = new ConnectionRegistry(verifier, new RealtimeMetrics(), new ManualTenantFeed());
   const revocation = new Revocation(registry, createLogger({ service: 'test', level: 'silent' }));
   const conn = (tenantId: string, keyVersion: number, verdict: 'valid' | 'invalid' | 'unavailable' = 'valid') => {
     const identity: VerifiedIdentity = { tenantId, userId: randomUUID(), expiresAt: 2e9, keySlot: 'primary', keyVersion };
@@ -112,27 +112,50 @@ describe('Revocation', () => {
     expect(registry.size).toBe(1);
   });
 
-  it('checks a token again when a revocation lands while it is being verified', async () => {
-    let calls = 0;
+  it('asks again, with min_seq, when a change of the tenant was applied here while the token was being verified', async () => {
+    const asked: Array<number | undefined> = [];
     let release!: () => void;
-    const identity: VerifiedIdentity = { tenantId: randomUUID(), userId: randomUUID(), expiresAt: 2e9, keySlot: 'previous', keyVersion: 1 };
+    const tenantId = randomUUID();
+    const identity = (asOfSeq: number): VerifiedIdentity => ({ tenantId, userId: randomUUID(), expiresAt: 2e9, keySlot: 'previous', keyVersion: 1, asOfSeq });
     const gate = new Promise<void>((r) => (release = r));
     const verifier: VerifierClient = {
-      verify: async () => {
-        calls += 1;
-        if (calls === 1) {
+      verify: async (_token, _kind, minSeq) => {
+        asked.push(minSeq);
+        if (asked.length === 1) {
           await gate;
-          return { valid: true, identity };
+          // Judged on the verifier's state before the change (a stalled verifier).
+          return { valid: true, identity: identity(4) };
         }
-        return { valid: false, reason: 'revoked' };
+        return { valid: false, reason: 'tenant_disabled' };
       },
       ready: async () => true,
       close: () => {},
     };
-    const registry = new ConnectionRegistry(verifier, new RealtimeMetrics());
+    const feed = new ManualTenantFeed();
+    const registry = new ConnectionRegistry(verifier, new RealtimeMetrics(), feed);
     const pending = registry.verifyFresh('t');
-    registry.bumpEpoch();
+    await feed.push({ seq: 5, tenant_id: tenantId, kind: 'disabled', version: 2, revoked_key_versions: [] });
     release();
-    expect(await pending).toEqual({ valid: false, reason: 'revoked' });
+    expect(await pending).toEqual({ valid: false, reason: 'tenant_disabled' });
+    expect(asked).toEqual([undefined, 5]);
+  });
+
+  it('fails closed (auth_unavailable) when every answer stays older than a change applied here, and accepts one at or after it', async () => {
+    const tenantId = randomUUID();
+    let asOfSeq = 4;
+    const verifier: VerifierClient = {
+      verify: async () => ({ valid: true, identity: { tenantId, userId: randomUUID(), expiresAt: 2e9, keySlot: 'primary', keyVersion: 1, asOfSeq } }),
+      ready: async () => true,
+      close: () => {},
+    };
+    const feed = new ManualTenantFeed();
+    const registry = new ConnectionRegistry(verifier, new RealtimeMetrics(), feed);
+    await feed.push({ seq: 5, tenant_id: tenantId, kind: 'rotated', version: 2, revoked_key_versions: [] });
+    await expect(registry.verifyFresh('t')).rejects.toMatchObject({ code: 'auth_unavailable' });
+    asOfSeq = 5;
+    expect(await registry.verifyFresh('t')).toMatchObject({ valid: true });
+    // Another tenant's change asks nothing of this one.
+    await feed.push({ seq: 9, tenant_id: randomUUID(), kind: 'disabled', version: 2, revoked_key_versions: [] });
+    expect(await registry.verifyFresh('t')).toMatchObject({ valid: true });
   });
 });

@@ -20,11 +20,9 @@ export class Revocation {
     const conns = this.registry.ofTenant(event.tenant_id);
     let closed = 0;
     if (event.kind === 'disabled' || event.kind === 'revoked_all') {
-      this.registry.bumpEpoch();
       for (const c of conns) c.close(CLOSE_UNAUTHORIZED, 'revoked');
       closed = conns.length;
     } else if (event.kind === 'previous_expired' && event.revoked_key_versions.length > 0) {
-      this.registry.bumpEpoch();
       const revoked = new Set(event.revoked_key_versions);
       for (const c of conns) {
         if (!revoked.has(c.identity.keyVersion)) continue;
@@ -34,9 +32,7 @@ export class Revocation {
     } else if (event.kind === 'user_revoked') {
       const revoked = userRevocationOf(event);
       if (revoked) {
-        // A token of this user being checked right now is checked once more (the verifier refuses it by then).
-        this.registry.bumpEpoch();
-        for (const c of conns) {
+          for (const c of conns) {
           if (!sameUser(c, revoked.userId) || (c.identity.issuedAt !== undefined && c.identity.issuedAt >= revoked.before)) continue;
           c.close(CLOSE_UNAUTHORIZED, 'revoked');
           closed += 1;
@@ -57,7 +53,6 @@ export class Revocation {
 
   /** The feed lost its place (changes it would need are gone): every connection proves its token again. */
   async onReset(): Promise<void> {
-    this.registry.bumpEpoch();
     await this.reverify(this.registry.all());
   }
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { codeOf, rawErrorResponse, redactUrl, type ErrorCode, type Logger } from '@service-relay/core';
+import { codeOf, rawErrorResponse, redactUrl, RelayError, type ErrorCode, type Logger } from '@service-relay/core';
 import { authorizationOf, bearerToken, WWW_AUTHENTICATE } from '@service-relay/edge';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { WebSocket, WebSocketServer } from 'ws';
@@ -47,15 +47,15 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
         if (socket.destroyed) return;
         if (!result.valid) return refuse(opts, socket, 'invalid_or_missing_token', url, result.reason);
         if (result.identity.expiresAt * 1000 <= opts.scheduler.now()) return refuse(opts, socket, 'invalid_or_missing_token', url, 'expired');
-        const epoch = opts.registry.revocationEpoch;
         let identity = result.identity;
         return admit(opts, result.identity.tenantId).then(async (admission) => {
-          // A revocation applied while the slot was being taken closed the
-          // tenant's connections without this one: its token is judged again
-          // (else a disabled tenant's client could be admitted after the
-          // admin call's 200). verifyFresh re-checks once more should another come meanwhile.
-          if (admission.ok && !socket.destroyed && opts.registry.revocationEpoch !== epoch) {
-            const again = await opts.registry.verifyFresh(token).catch((err: unknown) => err as Error);
+          // A change of the tenant applied while the slot was being taken
+          // closed the tenant's connections without this one: its token is
+          // judged again on state after it (else a disabled tenant's client
+          // could be admitted after the admin call's 200). Bounded: a tenant
+          // changing on every turn fails this upgrade closed.
+          for (let turn = 0; admission.ok && !socket.destroyed && !opts.registry.isFresh(identity); turn++) {
+            const again = turn < 2 ? await opts.registry.verifyFresh(token).catch((err: unknown) => err as Error) : new RelayError('auth_unavailable', 'tenant kept changing');
             const same = !(again instanceof Error) && again.valid && again.identity.tenantId === result.identity.tenantId;
             if (!same) {
               admission.slot.release();
@@ -65,6 +65,7 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
             }
             identity = again.identity;
           }
+          // From here to the connection's registration nothing yields: a change applied after it closes it.
           if (socket.destroyed) {
             if (admission.ok) admission.slot.release();
             return;

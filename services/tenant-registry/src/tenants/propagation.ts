@@ -1,4 +1,4 @@
-import { systemClock, type Clock, type Logger } from '@service-relay/core';
+import { monotonicClock, type Clock, type Logger } from '@service-relay/core';
 import type { TenantEventBus } from '@service-relay/tenant-events';
 import type { FeedStore, PendingConsumer } from '../store/feed-store';
 
@@ -35,7 +35,7 @@ export class Propagation {
     private readonly bus: TenantEventBus,
     private readonly logger: Logger,
     private readonly timeoutMs: number,
-    private readonly clock: Clock = systemClock,
+    private readonly clock: Clock = monotonicClock,
   ) {}
 
   /** A consumer reported progress (called by the feed service). */
