@@ -3,7 +3,7 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 
 export type FetchResult = 'ok' | 'rejected' | 'rate_limited' | 'error';
 export type KeyCallResult = 'found' | 'not_found' | 'unauthenticated' | 'error';
-export type FeedCallResult = 'ok' | 'reset' | 'invalid' | 'unauthenticated' | 'error';
+export type FeedCallResult = 'ok' | 'reset' | 'invalid' | 'unauthenticated' | 'error' | 'mirror' | 'mirror_reset';
 
 /** The registry's own Prometheus metrics, on a registry of its own. */
 export class RegistryMetrics {

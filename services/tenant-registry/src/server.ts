@@ -10,6 +10,9 @@ import type { RegistryConfig } from './config';
 import { TenantCrypto } from './crypto/tenant-crypto';
 import { createDb } from './db/create-db';
 import type { Db } from './db/db';
+import { FeedAnswers } from './feed-mirror/feed-answers';
+import { createFeedMirror } from './feed-mirror/create-feed-mirror';
+import type { FeedMirror } from './feed-mirror/feed-mirror';
 import { addFeedService } from './grpc/feed-service';
 import { addKeyService } from './grpc/key-service';
 import { createApp } from './http/create-app';
@@ -52,14 +55,19 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
   let rpc: grpc.Server | undefined;
   let health: HealthService | undefined;
   let propagation: Propagation | undefined;
+  let mirror: FeedMirror | undefined;
   let pruner: NodeJS.Timeout | undefined;
   let httpPort = 0;
   let grpcPort = 0;
 
-  const readiness = {
-    database: async () => (await db?.ping()) ?? false,
-    ...(config.redis.url !== undefined && { tenant_events: () => bus.ready() }),
-  };
+  // Ready while consumers can be answered: with Redis, from PostgreSQL or,
+  // while it is down, from the feed mirror. Taking every registry out of its
+  // Service during a PostgreSQL outage would end every consumer's lease.
+  const databaseUp = async () => (await db?.ping()) ?? false;
+  const readiness: Record<string, () => Promise<boolean>> =
+    config.redis.url === undefined
+      ? { database: databaseUp }
+      : { tenant_feed: async () => (await databaseUp()) || ((await mirror?.ready()) ?? false), tenant_events: () => bus.ready() };
   // Failed host-sync fetches are counted in Redis when there is one (shared by
   // replicas); a slow Redis must not hold fetches: past 500 ms the in-process counter decides.
   let limiterRedis: Redis | undefined;
@@ -74,6 +82,8 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
     rpc = undefined;
     limiterRedis?.disconnect();
     limiterRedis = undefined;
+    mirror?.close();
+    mirror = undefined;
     if (ownsBus) await bus.close();
     await db?.close();
     db = undefined;
@@ -91,7 +101,8 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         db = await createDb(config.database);
         const crypto = new TenantCrypto(config.secretsKey);
         const store = new TenantStore(db, crypto, deps.clock ?? systemClock);
-        propagation = new Propagation(store.feed, bus, logger, config.propagationTimeoutMs);
+        mirror = createFeedMirror(config.redis, logger);
+        propagation = new Propagation(store.feed, bus, logger, config.propagationTimeoutMs, undefined, mirror);
         propagation.startHeartbeat(HEARTBEAT_MS);
         const feed = store.feed;
         const audit = new AuditLog(new AuditStore(db), logger, {
@@ -132,7 +143,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         rpc = new grpc.Server();
         addKeyService(rpc, store, config.internalToken, metrics, logger);
         const p = propagation;
-        addFeedService(rpc, store.feed, store.channelRules, config.internalToken, () => p.progressed(), metrics, logger);
+        addFeedService(rpc, new FeedAnswers(store.feed, mirror, () => p.progressed(), logger), store.channelRules, config.internalToken, metrics, logger);
         health = new HealthService([REGISTRY_KEYS_SERVICE, REGISTRY_FEED_SERVICE]);
         health.addTo(rpc);
         grpcPort = await bindServer(rpc, grpcAddress(config.grpcHost, config.grpcPort));

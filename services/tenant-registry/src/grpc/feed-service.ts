@@ -13,7 +13,7 @@ import {
 } from '@service-relay/grpc';
 import type { RegistryMetrics } from '../metrics';
 import type { ChannelRulesStore } from '../store/channel-rules-store';
-import type { FeedStore } from '../store/feed-store';
+import type { FeedAnswers } from '../feed-mirror/feed-answers';
 
 const CONSUMER_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
 const CONSUMER_KIND = /^[a-z-]{1,40}$/;
@@ -22,16 +22,16 @@ const MAX_LEASE_MS = 600_000;
 /**
  * relay.registry.v1.TenantFeed: consumers report how far they applied and get
  * what came after. The report is recorded before the changes are read, so a
- * consumer whose answer holds no change was current as of its own request.
+ * consumer whose answer holds no change was current as of its own request
+ * (FeedAnswers: from PostgreSQL, or from the feed mirror while it is unreachable).
  * ChannelRules answers a tenant's current rules with the feed sequence they
  * reflect (realtime asks on a tenant's first request).
  */
 export function addFeedService(
   server: grpc.Server,
-  feed: FeedStore,
+  feed: FeedAnswers,
   rules: ChannelRulesStore,
   internalToken: string,
-  onProgress: () => void,
   metrics: RegistryMetrics,
   logger: Logger,
 ): void {
@@ -50,13 +50,9 @@ export function addFeedService(
         callback(grpcError('invalid_body', 'malformed ChangesSince request'));
         return;
       }
-      (async () => {
-        await feed.recordConsumer(r.consumer_id, r.consumer_kind, applied, leaseMs);
-        onProgress();
-        return feed.changesSince(applied, Number(r.limit) || 100);
-      })().then(
+      feed.changesSince(r.consumer_id, r.consumer_kind, applied, leaseMs, Number(r.limit) || 100).then(
         (page) => {
-          metrics.feedCall(page.reset ? 'reset' : 'ok');
+          metrics.feedCall(page.source === 'mirror' ? (page.reset ? 'mirror_reset' : 'mirror') : page.reset ? 'reset' : 'ok');
           callback(null, {
             latest_seq: page.latestSeq,
             reset: page.reset,

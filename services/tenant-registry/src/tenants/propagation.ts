@@ -1,6 +1,8 @@
 import { monotonicClock, type Clock, type Logger } from '@service-relay/core';
 import type { TenantEventBus } from '@service-relay/tenant-events';
+import type { FeedMirror } from '../feed-mirror/feed-mirror';
 import type { FeedStore, PendingConsumer } from '../store/feed-store';
+import type { CommittedChangeEvent } from './tenant';
 
 export interface PropagationResult {
   /** Every consumer applied the change, or provably stopped trusting its caches. */
@@ -36,6 +38,8 @@ export class Propagation {
     private readonly logger: Logger,
     private readonly timeoutMs: number,
     private readonly clock: Clock = monotonicClock,
+    /** The feed mirror (with Redis): every change reaches it before its call waits. */
+    private readonly mirror?: FeedMirror,
   ) {}
 
   /** A consumer reported progress (called by the feed service). */
@@ -53,6 +57,9 @@ export class Propagation {
         (seq) => this.announce(seq),
         () => {},
       );
+      // Every replica keeps the mirror level with the outbox: a change whose
+      // own append failed (Redis blinked), or a mirror Redis lost, is back within a beat.
+      this.mirror?.repair(this.feed).catch((err: unknown) => this.logger.debug({ err: (err as Error).message }, 'feed mirror repair failed'));
     }, heartbeatMs);
     this.heartbeat.unref();
   }
@@ -62,9 +69,13 @@ export class Propagation {
     for (const wake of [...this.wakers]) wake();
   }
 
-  async awaitInForce(seq: number): Promise<PropagationResult> {
+  async awaitInForce(tenantId: string, change: CommittedChangeEvent): Promise<PropagationResult> {
+    const seq = change.seq;
     const started = this.clock.now();
     const deadline = started + this.timeoutMs;
+    // Leases granted from the mirror while this change was not in it yet may
+    // run until then; they are waited out (no consumer reports them).
+    const mirroredLeasesEnd = started + (await this.toMirror(tenantId, change));
     this.announce(seq);
     let pending: PendingConsumer[] = [];
     // Bounded by the deadline; each turn waits for a report or RECHECK_MS.
@@ -77,9 +88,26 @@ export class Propagation {
         this.logger.warn({ err: (err as Error).message, seq }, 'could not read consumer progress');
       }
       const now = this.clock.now();
-      if (known && pending.length === 0) return { confirmed: true, pending, waitedMs: now - started };
+      if (known && pending.length === 0 && now >= mirroredLeasesEnd) return { confirmed: true, pending, waitedMs: now - started };
       if (now >= deadline) return { confirmed: false, pending, waitedMs: now - started };
-      await this.nextReport(Math.min(RECHECK_MS, deadline - now));
+      await this.nextReport(Math.min(RECHECK_MS, deadline - now, Math.max(1, mirroredLeasesEnd - now)));
+    }
+  }
+
+  /**
+   * Appends the committed change to the mirror; returns how long leases
+   * granted from the mirror may still run. A mirror that cannot be reached
+   * (Redis down or frozen) grants none meanwhile: a registry answers from it
+   * only while PostgreSQL is down, and this change just committed there.
+   */
+  private async toMirror(tenantId: string, change: CommittedChangeEvent): Promise<number> {
+    if (!this.mirror) return 0;
+    try {
+      const r = await this.mirror.append([{ seq: change.seq, tenantId, kind: change.kind, version: change.version, revokedKeyVersions: change.revokedKeyVersions, ...(change.detail !== undefined && { detail: change.detail }) }]);
+      return r.degradedForMs;
+    } catch (err) {
+      this.logger.debug({ err: (err as Error).message, seq: change.seq }, 'feed mirror append failed; the heartbeat repairs it');
+      return 0;
     }
   }
 

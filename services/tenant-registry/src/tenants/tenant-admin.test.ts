@@ -18,8 +18,8 @@ const tenant = {
 
 function propagation(result: PropagationResult, awaited: number[]): Propagation {
   return {
-    awaitInForce: async (seq: number) => {
-      awaited.push(seq);
+    awaitInForce: async (_tenantId: string, change: { seq: number }) => {
+      awaited.push(change.seq);
       return result;
     },
   } as unknown as Propagation;

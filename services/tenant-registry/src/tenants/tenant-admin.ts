@@ -89,7 +89,7 @@ export class TenantAdmin {
   }
 
   private async awaitInForce(tenantId: string, e: CommittedChangeEvent): Promise<PropagationResult> {
-    const result = await this.propagation.awaitInForce(e.seq);
+    const result = await this.propagation.awaitInForce(tenantId, e);
     this.onPropagated(result.confirmed, result.waitedMs / 1000);
     const fields = { tenant_id: tenantId, kind: e.kind, seq: e.seq, waited_ms: result.waitedMs };
     if (result.confirmed) this.logger.debug(fields, 'tenant change in force everywhere');

@@ -1,3 +1,4 @@
+import type { CommittedChangeEvent } from './tenant';
 import type { Logger } from '@service-relay/core';
 import type { UserActionsStore } from '../store/user-actions-store';
 import type { Propagation, PropagationResult } from './propagation';
@@ -28,7 +29,7 @@ export class UserActions {
     const change = await this.store.revoke(tenantId, userId, before);
     if (!change) return undefined;
     this.logger.info({ tenant_id: tenantId, user_id: change.revocation.userId, before: change.revocation.before, seq: change.event.seq }, 'user tokens revoked');
-    return { userId: change.revocation.userId, before: change.revocation.before, propagation: await this.awaitInForce(tenantId, change.event.seq) };
+    return { userId: change.revocation.userId, before: change.revocation.before, propagation: await this.awaitInForce(tenantId, change.event) };
   }
 
   /** Undefined when the tenant does not exist. */
@@ -36,11 +37,12 @@ export class UserActions {
     const event = await this.store.disconnect(tenantId, userId);
     if (!event) return undefined;
     this.logger.info({ tenant_id: tenantId, user_id: userId.toLowerCase(), seq: event.seq }, 'user disconnected');
-    return { userId: userId.toLowerCase(), propagation: await this.awaitInForce(tenantId, event.seq) };
+    return { userId: userId.toLowerCase(), propagation: await this.awaitInForce(tenantId, event) };
   }
 
-  private async awaitInForce(tenantId: string, seq: number): Promise<PropagationResult> {
-    const result = await this.propagation.awaitInForce(seq);
+  private async awaitInForce(tenantId: string, event: CommittedChangeEvent): Promise<PropagationResult> {
+    const seq = event.seq;
+    const result = await this.propagation.awaitInForce(tenantId, event);
     this.onPropagated(result.confirmed, result.waitedMs / 1000);
     if (!result.confirmed) this.logger.warn({ tenant_id: tenantId, seq, waited_ms: result.waitedMs, pending: result.pending.map((p) => p.consumerId) }, 'user change committed but not confirmed in force everywhere; consumers keep pulling it');
     return result;
