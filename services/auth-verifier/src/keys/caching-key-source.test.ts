@@ -146,18 +146,6 @@ describe('CachingKeySource', () => {
     expect((await source.get(b)).found).toBe(true);
   });
 
-  it('serves cached keys while the registry is down until the TTL, then fails closed', async () => {
-    const source = await make({ shared: undefined });
-    await source.get(tenant);
-    fetcher.down = true;
-    clock.advance(TTL_MS - 1);
-    expect(versionOf(await source.get(tenant))).toBe(1);
-    clock.advance(1);
-    await expect(source.get(tenant)).rejects.toMatchObject({ code: 'unavailable' });
-    fetcher.down = false;
-    expect(versionOf(await source.get(tenant))).toBe(1);
-  });
-
   it('keeps verifying from the in-process cache and the registry while the shared cache is down', async () => {
     const source = await make({ shared: brokenShared });
     expect(versionOf(await source.get(tenant))).toBe(1);
@@ -250,6 +238,19 @@ describe('CachingKeySource', () => {
     await source.get(tenant, 3);
     expect(fetcher.calls).toBe(calls);
     expect(source.appliedSeq()).toBe(3);
+  });
+
+  it('past its TTL, serves the last keys held while the registry cannot answer and the feed is current (stale-if-error); never after a change of the tenant or without the lease', async () => {
+    const source = await make({ shared: undefined });
+    await source.get(tenant);
+    clock.advance(TTL_MS + 1);
+    fetcher.down = true;
+    expect(versionOf(await source.get(tenant))).toBe(1);
+    bus.setCurrent(false);
+    await expect(source.get(tenant)).rejects.toMatchObject({ code: 'unavailable' });
+    bus.setCurrent(true);
+    await bus.push({ tenant_id: tenant, kind: 'disabled', version: 2, revoked_key_versions: [] });
+    await expect(source.get(tenant)).rejects.toMatchObject({ code: 'unavailable' });
   });
 });
 

@@ -65,7 +65,8 @@ export class CachingKeySource implements KeySource {
   private unsubscribe: (() => void)[] = [];
 
   constructor(private readonly opts: CachingKeySourceOptions) {
-    this.local = clockedLru(opts.maxEntries ?? 10_000, opts.clock);
+    // Expired entries stay (until evicted or dropped by a change) for stale-if-error: see lastKnown().
+    this.local = clockedLru(opts.maxEntries ?? 10_000, opts.clock, { noDeleteOnStaleGet: true });
     this.negative = clockedLru(opts.maxNegativeEntries ?? 10_000, opts.clock);
     // A floor only has to outlive fetches in flight (seconds) and shared entries
     // (the TTL); the oldest of 100k floors is far past both.
@@ -181,7 +182,14 @@ export class CachingKeySource implements KeySource {
       }
     }
     for (let attempt = 0; attempt <= STALE_REFETCHES; attempt++) {
-      const data = await this.fetch(tenantId);
+      let data: TenantKeysData;
+      try {
+        data = await this.fetch(tenantId);
+      } catch (err) {
+        const known = trusted() ? this.lastKnown(tenantId) : undefined;
+        if (known) return known;
+        throw err;
+      }
       if (data.version < this.floor(tenantId)) continue;
       const keys = buildTenantKeys(tenantId, data);
       if (trusted()) this.store(tenantId, keys, data);
@@ -189,6 +197,20 @@ export class CachingKeySource implements KeySource {
     }
     this.opts.logger.warn({ tenant_id: tenantId }, 'registry kept answering with state older than a tenant event');
     throw new RelayError('unavailable', 'registry state is behind the tenant events');
+  }
+
+  /**
+   * Stale-if-error (RFC 5861's idea): an entry past its TTL while the
+   * registry cannot answer (PostgreSQL down). Safe while the feed is current:
+   * every change of the tenant applied here dropped its entry, so one still
+   * held reflects every change up to the feed's applied position. Its age
+   * only bounds memory and how often keys are refreshed in normal times.
+   */
+  private lastKnown(tenantId: string): KnownTenant | undefined {
+    const held = this.local.peek(tenantId, { allowStale: true });
+    if (!held || held.version < this.floor(tenantId)) return undefined;
+    this.observer.hit('stale');
+    return held;
   }
 
   private async readShared(tenantId: string) {

@@ -1,6 +1,6 @@
 import type { TenantKeys } from '../token/tenant-keys';
 
-export type KeyLayer = 'local' | 'negative' | 'shared' | 'registry';
+export type KeyLayer = 'local' | 'negative' | 'shared' | 'registry' | 'stale';
 
 /** Where the verifier gets a tenant's keys. */
 export interface KeySource {
