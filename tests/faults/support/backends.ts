@@ -53,6 +53,11 @@ function run(cmd: string, args: string[], opts: { uid?: number; gid?: number } =
 export interface RedisMode {
   /** AOF with `appendfsync always`: every acknowledged write survives a SIGKILL. */
   persistent: boolean;
+  /**
+   * Without AOF: RDB snapshots after every second with a change (`save 1 1`),
+   * so a SIGKILL loses what was acknowledged since the last snapshot.
+   */
+  rdb?: boolean;
 }
 
 export class PrivateRedis {
@@ -94,7 +99,7 @@ export class PrivateRedis {
     }
     this.mode = mode;
     if (this.proc) this.pastLogs += this.proc.logs;
-    const args = ['--port', `${this.port}`, '--bind', '127.0.0.1', '--save', '', '--dir', this.dir, '--protected-mode', 'no'];
+    const args = ['--port', `${this.port}`, '--bind', '127.0.0.1', '--save', mode.rdb && !mode.persistent ? '1 1' : '', '--dir', this.dir, '--protected-mode', 'no'];
     if (mode.persistent) args.push('--appendonly', 'yes', '--appendfsync', 'always');
     else args.push('--appendonly', 'no');
     this.proc = track(new ManagedProcess('redis', 'redis-server', args, {}));
