@@ -3,6 +3,7 @@ import { isAfter, makeMessage, type ChannelRef, type Message, type MessageListen
 import type { HistoryPage, HistoryQuery, MessageBus, PublishOptions } from './message-bus';
 import type { RetentionOptions } from './memory-message-bus';
 import { parseMessageId } from './message-id';
+import { HistoryGeneration, type Generation } from './redis-history-generation';
 import { PUBLISH_SCRIPT, READ_SCRIPT } from './redis-scripts';
 import { judgeRecovery, newEpoch, NO_EPOCH, type EpochState } from './recovery';
 
@@ -42,7 +43,7 @@ interface ReadResult {
 
 interface Scripts {
   relayPublish(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<PublishReply>;
-  relayRead(stream: string, meta: string, after: string, limit: number): Promise<ReadReply>;
+  relayRead(stream: string, meta: string, after: string, limit: number, gen: string, adopt: string, epoch: string): Promise<ReadReply>;
 }
 
 const REFILL_PAGE = 500;
@@ -59,6 +60,7 @@ export class RedisMessageBus implements MessageBus {
   private readonly topics = new Map<string, Topic>();
   private wasReady = false;
   private lostSinceReady = false;
+  private readonly generation: HistoryGeneration;
 
   constructor(
     url: string,
@@ -72,6 +74,7 @@ export class RedisMessageBus implements MessageBus {
     this.cmd.defineCommand('relayPublish', { lua: PUBLISH_SCRIPT });
     this.cmd.defineCommand('relayRead', { numberOfKeys: 2, lua: READ_SCRIPT });
     this.cmd.on('error', () => {});
+    this.generation = new HistoryGeneration(this.cmd, `${prefix}{history}:generation`, logger);
     this.sub = createRedis(url, { connectionName: 'realtime-messages-sub', enableOfflineQueue: true, maxRetriesPerRequest: null });
     this.sub.on('error', (err: Error) => this.logger.debug({ err: err.message }, 'message bus connection error'));
     this.sub.on('close', () => {
@@ -107,13 +110,16 @@ export class RedisMessageBus implements MessageBus {
     const keys = opts.idempotencyKey === undefined ? [stream, `${stream}/meta`] : [stream, `${stream}/meta`, `${stream}/idem/${opts.idempotencyKey}`];
     let reply: PublishReply;
     try {
-      await this.connected();
+      const { gen, adopt } = await this.vouched();
       const { maxMessages, ttlS } = this.retention;
       const windowMs = this.idempotencyWindowS * 1000;
-      reply = await this.cmd.relayPublish(keys.length, ...keys, maxMessages, userId, dataJson, ttlS, this.channelName(ref), newEpoch(), windowMs);
+      reply = await this.cmd.relayPublish(keys.length, ...keys, maxMessages, userId, dataJson, ttlS, this.channelName(ref), newEpoch(), windowMs, gen, adopt ? '1' : '0');
       // Acknowledged means on the replica too (Sentinel), so a failover cannot take it back unannounced.
       const replicas = await waitForReplica(this.cmd);
-      if (replicas === 0) this.warnUnreplicated();
+      if (replicas === 0) {
+        this.generation.unreplicated();
+        this.warnUnreplicated();
+      }
     } catch (err) {
       throw new RelayError('unavailable', 'message store unavailable', { cause: err });
     }
@@ -186,6 +192,7 @@ export class RedisMessageBus implements MessageBus {
 
   async close(): Promise<void> {
     this.stopWatch();
+    this.generation.stop();
     this.topics.clear();
     this.sub.disconnect();
     this.cmd.disconnect();
@@ -247,9 +254,9 @@ export class RedisMessageBus implements MessageBus {
   private async read(ref: ChannelRef, after: string, limit: number): Promise<ReadResult> {
     let reply: ReadReply;
     try {
-      await this.connected();
+      const { gen, adopt } = await this.vouched();
       const stream = this.streamKey(ref);
-      reply = await this.cmd.relayRead(stream, `${stream}/meta`, after, limit);
+      reply = await this.cmd.relayRead(stream, `${stream}/meta`, after, limit, gen, adopt ? '1' : '0', newEpoch());
     } catch (err) {
       throw new RelayError('unavailable', 'message store unavailable', { cause: err });
     }
@@ -268,6 +275,16 @@ export class RedisMessageBus implements MessageBus {
   /** Commands fail fast while Redis is down; right after start they wait briefly for the first connect. */
   private async connected(): Promise<void> {
     if (this.cmd.status !== 'ready') await redisReady(this.cmd, 2000);
+  }
+
+  /**
+   * Connected, and the history generation checked on this connection: after
+   * a Redis restart or failover no script runs before the check has decided
+   * whether every channel's epoch changes.
+   */
+  private async vouched(): Promise<Generation> {
+    await this.connected();
+    return this.generation.get();
   }
 
   /**

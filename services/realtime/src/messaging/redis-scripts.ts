@@ -13,8 +13,12 @@
  * equals id order everywhere, and a retry with a known key stores nothing.
  *
  * KEYS: stream, meta, [idempotency key]
- * ARGV: maxlen, user id, data JSON, ttl s, live channel, new epoch, window ms
+ * ARGV: maxlen, user id, data JSON, ttl s, live channel, new epoch, window ms,
+ * generation, adopt ('1': a meta hash without a generation belongs to it)
  * Returns {id, 0} for a new message, {id, 1, fields?} for a known key.
+ * A stream whose epoch was vouched under an older generation (Redis restarted
+ * or failed over and may have lost acknowledged messages since:
+ * redis-history-generation.ts) starts a new epoch at this message.
  */
 export const PUBLISH_SCRIPT = `
 if KEYS[3] then
@@ -27,12 +31,24 @@ if KEYS[3] then
 end
 local fresh = redis.call('EXISTS', KEYS[1]) == 0
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'u', ARGV[2], 'd', ARGV[3])
+local gen = ARGV[8]
 if fresh then
   -- A new stream (first publish, idle expiry, or lost with the store): a new epoch begins here.
-  redis.call('HSET', KEYS[2], 'e', ARGV[6], 's', id)
-elseif redis.call('EXISTS', KEYS[2]) == 0 then
-  -- A stream from before epochs: where it began is unknown.
-  redis.call('HSET', KEYS[2], 'e', ARGV[6], 's', '0-0')
+  redis.call('HSET', KEYS[2], 'e', ARGV[6], 's', id, 'g', gen)
+else
+  local g = redis.call('HGET', KEYS[2], 'g')
+  if g ~= gen then
+    if redis.call('EXISTS', KEYS[2]) == 0 then
+      -- A stream from before epochs: where it began is unknown.
+      redis.call('HSET', KEYS[2], 'e', ARGV[6], 's', '0-0', 'g', gen)
+    elseif gen == '' or (not g and ARGV[9] == '1') then
+      -- Generations not tracked (Cluster), or a meta hash from before them that nothing since put in doubt.
+      redis.call('HSET', KEYS[2], 'g', gen)
+    else
+      -- Redis may have lost acknowledged messages of this stream: a new epoch begins here.
+      redis.call('HSET', KEYS[2], 'e', ARGV[6], 's', id, 'g', gen)
+    end
+  end
 end
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 redis.call('EXPIRE', KEYS[2], ARGV[4])
@@ -46,7 +62,11 @@ return {id, 0}
  * runs only when a position is given (recovery), never on publish.
  *
  * KEYS: stream, meta
- * ARGV: after ('' for the latest), limit (0: the epoch only)
+ * ARGV: after ('' for the latest), limit (0: the epoch only), generation,
+ * adopt, new epoch (as for PUBLISH_SCRIPT: a stream vouched under an older
+ * generation starts a new epoch here, just after its last retained entry and
+ * not before Redis's clock now, so every position a client got before the
+ * restart or failover lies before it)
  * Returns {0, time s, time µs} without a stream, else {1, time s, time µs,
  * epoch|nil, since|nil, max-deleted-entry-id, first retained id|nil, entries}.
  * Trimming does not move max-deleted-entry-id (only XDEL does): when fewer
@@ -56,7 +76,25 @@ return {id, 0}
 export const READ_SCRIPT = `
 local now = redis.call('TIME')
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0, now[1], now[2]} end
-local meta = redis.call('HMGET', KEYS[2], 'e', 's')
+local meta = redis.call('HMGET', KEYS[2], 'e', 's', 'g')
+local gen = ARGV[3]
+if meta[1] and meta[3] ~= gen then
+  if gen == '' or (not meta[3] and ARGV[4] == '1') then
+    redis.call('HSET', KEYS[2], 'g', gen)
+  else
+    local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+    local since = string.format('%d-0', ms)
+    local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
+    if last then
+      local dash = string.find(last[1], '-', 1, true)
+      local lms = tonumber(string.sub(last[1], 1, dash - 1))
+      if lms >= ms then since = string.format('%d-%d', lms, tonumber(string.sub(last[1], dash + 1)) + 1) end
+    end
+    redis.call('HSET', KEYS[2], 'e', ARGV[5], 's', since, 'g', gen)
+    meta[1] = ARGV[5]
+    meta[2] = since
+  end
+end
 local limit = tonumber(ARGV[2])
 local entries = {}
 local maxDeleted = '0-0'
