@@ -40,9 +40,14 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local run, replid, replid2, started, durable, fresh, unrepl = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6], ARGV[7]
 local m = redis.call('HMGET', KEYS[1], 'run', 'gen', 'gen0', 'replid', 'seen', 'durable', 'prev', 'prevkept')
+-- Generations count up ('<n>.<random>'), so an instance still on an older one never moves a channel back.
+local function nextGen(g)
+  return ((tonumber(string.match(g or '', '^(%d+)%.')) or 0) + 1) .. '.' .. fresh
+end
 if not m[1] or not m[2] then
-  redis.call('HSET', KEYS[1], 'run', run, 'gen', fresh, 'gen0', fresh, 'replid', replid, 'seen', now, 'durable', durable)
-  return {fresh, fresh, 'new'}
+  local g = nextGen(m[2])
+  redis.call('HSET', KEYS[1], 'run', run, 'gen', g, 'gen0', g, 'replid', replid, 'seen', now, 'durable', durable)
+  return {g, g, 'new'}
 end
 local gen0 = m[3] or ''
 if m[1] == run then
@@ -50,8 +55,9 @@ if m[1] == run then
   redis.call('HSET', KEYS[1], 'seen', now, 'replid', replid)
   if durable == '0' then redis.call('HSET', KEYS[1], 'durable', '0') end
   if unrepl ~= '' and unrepl == m[7] and m[8] == '1' then
-    redis.call('HSET', KEYS[1], 'gen', fresh, 'prevkept', '0')
-    return {fresh, gen0, 'changed-late'}
+    local g = nextGen(m[2])
+    redis.call('HSET', KEYS[1], 'gen', g, 'prevkept', '0')
+    return {g, gen0, 'changed-late'}
   end
   return {m[2], gen0, verdict}
 end
@@ -59,7 +65,7 @@ local promoted = replid2 == m[4] and started < (tonumber(m[5]) or 0) - 2000
 local kept
 if promoted then kept = unrepl ~= m[1] else kept = durable == '1' and m[6] == '1' end
 local gen = m[2]
-if not kept then gen = fresh end
+if not kept then gen = nextGen(m[2]) end
 redis.call('HSET', KEYS[1], 'run', run, 'gen', gen, 'replid', replid, 'seen', now, 'durable', durable, 'prev', m[1], 'prevkept', kept and '1' or '0')
 if kept then return {gen, gen0, promoted and 'kept-failover' or 'kept-durable'} end
 return {gen, gen0, promoted and 'changed-failover' or 'changed-restart'}

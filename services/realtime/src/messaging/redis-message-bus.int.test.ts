@@ -97,4 +97,85 @@ describe('RedisMessageBus', () => {
     probe.disconnect();
     await deleteRedisPrefix(prefix);
   });
+
+  describe('history generation: a Redis restart or failover that may have lost acknowledged messages', () => {
+    const LOST = { recovered: false, reason: 'history_lost' };
+    const retention = { maxMessages: 10, ttlS: 120 };
+
+    /** Makes the marker name a server process that is gone, as a restore from a snapshot (or a failover) shows it to the next check. */
+    async function anotherProcess(probe: Redis, prefix: string, fields: Record<string, string>): Promise<void> {
+      await probe.hset(`${prefix}{history}:generation`, { run: 'a-redis-process-that-is-gone', ...fields });
+    }
+
+    it('changes every channel\'s epoch once, for every instance alike; retained messages are still served and a stale instance cannot move it back', async () => {
+      const prefix = uniqueRedisPrefix('rt');
+      const a = new RedisMessageBus(TEST_REDIS_URL, prefix, retention, logger);
+      const m1 = await a.publish(ref, 'u', '1');
+      const m2 = await a.publish(ref, 'u', '2');
+      const epoch = await a.epoch(ref);
+      const probe = new Redis(TEST_REDIS_URL);
+      // Restarted from disk: the previous process had no fsync on every write.
+      await anotherProcess(probe, prefix, { durable: '0' });
+      const [b, c] = [new RedisMessageBus(TEST_REDIS_URL, prefix, retention, logger), new RedisMessageBus(TEST_REDIS_URL, prefix, retention, logger)];
+      const [eb, ec] = await Promise.all([b.epoch(ref), c.epoch(ref)]);
+      expect(eb).not.toBe(epoch);
+      expect(ec).toBe(eb);
+      expect(await probe.hget(`${prefix}{history}:generation`, 'gen')).toMatch(/^2\./);
+      for (const b2 of [b, c]) {
+        const page = await b2.history(ref, { after: m1.id, epoch, limit: 10 });
+        expect(page).toMatchObject({ epoch: eb, recovery: LOST });
+        expect(page.messages.map((m) => m.id)).toEqual([m2.id]);
+        // Even at the last retained message, without naming the epoch: what came after it may be gone.
+        expect((await b2.history(ref, { after: m2.id, limit: 10 })).recovery).toEqual(LOST);
+      }
+      const m3 = await b.publish(ref, 'u', '3');
+      expect((await c.history(ref, { after: m3.id, epoch: eb, limit: 10 })).recovery).toEqual({ recovered: true });
+      // `a` checked before the change and has not checked since: its publish stays in the new epoch.
+      const m4 = await a.publish(ref, 'u', '4');
+      expect(await c.epoch(ref)).toBe(eb);
+      expect(await c.history(ref, { after: m3.id, epoch: eb, limit: 10 })).toMatchObject({ recovery: { recovered: true }, messages: [{ id: m4.id }] });
+      await Promise.all([a.close(), b.close(), c.close()]);
+      probe.disconnect();
+      await deleteRedisPrefix(prefix);
+    });
+
+    it('keeps epochs after a failover to a replica that ran alongside the old master, not after a master that continues no known history', async () => {
+      const prefix = uniqueRedisPrefix('rt');
+      const a = new RedisMessageBus(TEST_REDIS_URL, prefix, retention, logger);
+      const m1 = await a.publish(ref, 'u', '1');
+      const epoch = await a.epoch(ref);
+      const probe = new Redis(TEST_REDIS_URL);
+      const info = String(await probe.info('replication'));
+      const replid2 = /master_replid2:(\w+)/.exec(info)![1]!;
+      // The old master's replication id is this server's secondary one, and it vouched long after this server started.
+      await anotherProcess(probe, prefix, { durable: '0', replid: replid2, seen: String(Date.now() + 60_000) });
+      const b = new RedisMessageBus(TEST_REDIS_URL, prefix, retention, logger);
+      expect(await b.history(ref, { after: m1.id, epoch, limit: 10 })).toMatchObject({ epoch, recovery: { recovered: true } });
+      // A new master whose replication history does not continue the old one's (restored from a file, or restarted from disk): loss assumed.
+      await anotherProcess(probe, prefix, { durable: '0', replid: 'not-this-servers-history', seen: String(Date.now() + 60_000) });
+      const c = new RedisMessageBus(TEST_REDIS_URL, prefix, retention, logger);
+      expect((await c.history(ref, { after: m1.id, epoch, limit: 10 })).recovery).toEqual(LOST);
+      await Promise.all([a.close(), b.close(), c.close()]);
+      probe.disconnect();
+      await deleteRedisPrefix(prefix);
+    });
+
+    it('keeps epochs on a first start against a Redis that holds channels from before generations', async () => {
+      const prefix = uniqueRedisPrefix('rt');
+      const a = new RedisMessageBus(TEST_REDIS_URL, prefix, retention, logger);
+      const m1 = await a.publish(ref, 'u', '1');
+      const epoch = await a.epoch(ref);
+      const probe = new Redis(TEST_REDIS_URL);
+      // As written by the previous release: no generation anywhere.
+      await probe.del(`${prefix}{history}:generation`);
+      await probe.hdel(`${prefix}ch:{${ref.tenantId}:c}/meta`, 'g');
+      const b = new RedisMessageBus(TEST_REDIS_URL, prefix, retention, logger);
+      expect(await b.history(ref, { after: m1.id, epoch, limit: 10 })).toMatchObject({ epoch, recovery: { recovered: true } });
+      await b.publish(ref, 'u', '2');
+      expect(await b.epoch(ref)).toBe(epoch);
+      await Promise.all([a.close(), b.close()]);
+      probe.disconnect();
+      await deleteRedisPrefix(prefix);
+    });
+  });
 });

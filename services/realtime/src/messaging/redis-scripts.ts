@@ -7,6 +7,17 @@
  */
 
 /**
+ * Generations are '<n>.<random>' (redis-history-generation.ts): a channel
+ * already vouched under a later one than the caller's (an instance that has
+ * not yet seen the change) keeps its epoch.
+ */
+const NEWER = `
+local function newer(g, gen)
+  if not g then return false end
+  return (tonumber(string.match(g, '^(%d+)%.')) or 0) > (tonumber(string.match(gen, '^(%d+)%.')) or 0)
+end`;
+
+/**
  * One atomic step per publish: the idempotency key is checked, the id
  * assigned, the entry trimmed, the channel's idle clock reset and the message
  * published, with no other publish in between. So pub/sub delivery order
@@ -20,7 +31,7 @@
  * or failed over and may have lost acknowledged messages since:
  * redis-history-generation.ts) starts a new epoch at this message.
  */
-export const PUBLISH_SCRIPT = `
+export const PUBLISH_SCRIPT = `${NEWER}
 if KEYS[3] then
   local prev = redis.call('GET', KEYS[3])
   if prev then
@@ -37,7 +48,7 @@ if fresh then
   redis.call('HSET', KEYS[2], 'e', ARGV[6], 's', id, 'g', gen)
 else
   local g = redis.call('HGET', KEYS[2], 'g')
-  if g ~= gen then
+  if g ~= gen and not newer(g, gen) then
     if redis.call('EXISTS', KEYS[2]) == 0 then
       -- A stream from before epochs: where it began is unknown.
       redis.call('HSET', KEYS[2], 'e', ARGV[6], 's', '0-0', 'g', gen)
@@ -73,12 +84,12 @@ return {id, 0}
  * entries remain than were ever added, the first retained entry marks where
  * trimming stopped.
  */
-export const READ_SCRIPT = `
+export const READ_SCRIPT = `${NEWER}
 local now = redis.call('TIME')
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0, now[1], now[2]} end
 local meta = redis.call('HMGET', KEYS[2], 'e', 's', 'g')
 local gen = ARGV[3]
-if meta[1] and meta[3] ~= gen then
+if meta[1] and meta[3] ~= gen and not newer(meta[3], gen) then
   if gen == '' or (not meta[3] and ARGV[4] == '1') then
     redis.call('HSET', KEYS[2], 'g', gen)
   else
