@@ -2,8 +2,8 @@ import { monotonicClock, RelayError, withTimeout, type Clock, type Logger } from
 import type { FeedPage, FeedStore } from '../store/feed-store';
 import type { FeedMirror } from './feed-mirror';
 
-/** A ChangesSince read from PostgreSQL not done within this is answered from the mirror (consumers wait up to 2 s). */
-const DATABASE_DEADLINE_MS = 500;
+/** A ChangesSince read from PostgreSQL not done within this is answered from the mirror (a consumer waits up to 2 s; the lease is 2 s by default). */
+const DATABASE_DEADLINE_MS = 1000;
 /** After PostgreSQL failed, consumers are answered from the mirror at once; it is tried again this often. */
 const RETRY_DATABASE_MS = 1000;
 
