@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { freePort, ManagedProcess, waitForHttp } from '../../support/processes';
 import { PrivatePostgres, PrivateRedis, track, type RedisMode } from './backends';
+import { BlackholeProxy } from './blackhole-proxy';
 
 export const SERVICES = ['registry', 'verifier1', 'verifier2', 'realtime1', 'realtime2', 'gateway'] as const;
 export type ServiceName = (typeof SERVICES)[number];
@@ -13,6 +14,8 @@ export interface FaultStackOptions {
   propagationTimeoutMs?: number;
   /** REDIS_URL of every service, read at boot (default: the stack's own private Redis), e.g. a Sentinel group's URL. */
   redisUrl?: () => string;
+  /** Services that reach the registry's gRPC port (tenant feed, channel rules) through a BlackholeProxy of their own. */
+  feedProxyFor?: ServiceName[];
 }
 
 export interface AdminResult {
@@ -48,6 +51,12 @@ export class FaultStack {
   gatewayUrl = '';
   registryUrl = '';
   realtimeWs: [string, string] = ['', ''];
+  /** Each service's own /readyz. */
+  readyUrl(name: ServiceName): string {
+    return this.ready[name];
+  }
+  /** The proxies of `feedProxyFor`: blackhole() cuts that service off from the registry's gRPC port, heal() restores it. */
+  readonly feedProxies: Partial<Record<ServiceName, BlackholeProxy>> = {};
 
   private constructor(
     readonly redis: PrivateRedis,
@@ -57,7 +66,10 @@ export class FaultStack {
     this.leaseMs = opts.leaseMs ?? 2000;
     this.propagationTimeoutMs = opts.propagationTimeoutMs ?? 3000;
     this.redisUrl = opts.redisUrl;
+    this.feedProxyFor = opts.feedProxyFor ?? [];
   }
+
+  private readonly feedProxyFor: ServiceName[];
 
   private readonly redisUrl: (() => string) | undefined;
 
@@ -92,8 +104,11 @@ export class FaultStack {
       LOG_LEVEL: 'info',
     };
     const consumer = { REGISTRY_GRPC_ADDR: registryGrpc, TENANT_LEASE_MS: `${this.leaseMs}` };
+    for (const n of this.feedProxyFor) this.feedProxies[n] = await BlackholeProxy.start(registryGrpc);
     const add = (name: ServiceName, service: string, env: Record<string, string>, httpPort: number) => {
-      this.services[name] = track(new ManagedProcess(name, process.execPath, ['--import', 'tsx', `services/${service}/src/main.ts`], { ...common, ...env }));
+      const proxy = this.feedProxies[name];
+      const viaProxy = proxy ? { REGISTRY_GRPC_ADDR: proxy.address } : {};
+      this.services[name] = track(new ManagedProcess(name, process.execPath, ['--import', 'tsx', `services/${service}/src/main.ts`], { ...common, ...env, ...viaProxy }));
       this.health[name] = `http://127.0.0.1:${httpPort}/healthz`;
       this.ready[name] = `http://127.0.0.1:${httpPort}/readyz`;
     };
@@ -180,6 +195,7 @@ export class FaultStack {
    * Crashed services are restarted too, after crashed() has reported them.
    */
   async restore(): Promise<void> {
+    for (const p of Object.values(this.feedProxies)) p.heal();
     for (const n of [...this.frozen]) this.resume(n);
     if (this.redis.frozen) this.redis.resume();
     if (!this.redis.running) await this.redis.start();
@@ -225,6 +241,6 @@ export class FaultStack {
     for (const n of [...this.frozen]) this.resume(n);
     if (this.redis.frozen) this.redis.resume();
     await Promise.all(SERVICES.filter((n) => this.services[n]).map((n) => this.services[n].stop('SIGTERM', 10_000)));
-    await Promise.all([this.redis.stop(), this.postgres.destroy()]);
+    await Promise.all([this.redis.stop(), this.postgres.destroy(), ...Object.values(this.feedProxies).map((p) => p.stop())]);
   }
 }
