@@ -55,6 +55,8 @@ describe('faults: a realtime instance cut off from the registry (tenant feed bla
       cutOff.push(s);
     }
 
+    const closedAt = cutOff.map(() => 0);
+    cutOff.forEach((s, i) => s.ws.once('close', () => (closedAt[i] = Date.now())));
     const cutAt = Date.now();
     proxy.blackhole();
     const r = await stack.admin('POST', `/admin/tenants/${t.id}/jwt_secret/revoke_all`);
@@ -90,7 +92,7 @@ describe('faults: a realtime instance cut off from the registry (tenant feed bla
     console.log(
       `[faults] realtime1 feed blackholed | revoke_all: admin ${r.status} in ${r.ms} ms (${r.answeredAt - cutAt} ms after the cut) | ` +
         `${afterIds.size} published after the 200; delivered to the cut-off sockets: ${delivered.join('/')}; revoked publishes acknowledged: ${revokedAcks.length}; ` +
-        `close codes ${codes.map((c) => c ?? 'open').join('/')}; realtime1 /readyz ${ready.status} ${JSON.stringify(ready.checks)}; fresh upgrade on realtime1: ${upgrade}`,
+        `close codes ${codes.map((c) => c ?? 'open').join('/')} at ${closedAt.map((at) => (at === 0 ? '-' : `${at - r.answeredAt} ms`)).join('/')} from the 200; realtime1 /readyz ${ready.status} ${JSON.stringify(ready.checks)}; fresh upgrade on realtime1: ${upgrade}`,
     );
     expect(stillCut, 'the cut lasted the whole check').toBe(true);
     expect(afterIds.size, 'the host published after the 200').toBeGreaterThan(10);

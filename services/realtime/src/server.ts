@@ -1,6 +1,7 @@
 import type { BatchMode } from './ws/batch-frame';
-import { createServer as createHttpServer, type Server } from 'node:http';
-import { closeServer, createLogger, guardConnections, handleOps, listen, sendError, startTracing, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
+import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { closeServer, createLogger, guardConnections, handleOps, listen, rawErrorResponse, sendError, startTracing, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -19,7 +20,7 @@ import { createPresenceStore } from './presence/create-presence-store';
 import { Presence } from './presence/presence';
 import { isScheduler, timerScheduler } from './realtime/scheduler';
 import { TopicHub } from './realtime/topic-hub';
-import { CLOSE_GOING_AWAY } from './ws/close-codes';
+import { CLOSE_GOING_AWAY, CLOSE_TRY_AGAIN_LATER } from './ws/close-codes';
 
 /** How long a client gets to answer the close handshake at shutdown (the process allows 10 s in all). */
 const SHUTDOWN_GRACE_MS = 5000;
@@ -27,6 +28,7 @@ const SHUTDOWN_GRACE_MS = 5000;
 const RULES_DEADLINE_MS = 2000;
 import { Connection, type ConnectionContext } from './ws/connection';
 import { ConnectionRegistry } from './ws/connection-registry';
+import { CUT_OFF_REASON, FeedCutoff } from './ws/feed-cutoff';
 import { Revocation } from './ws/revocation';
 import { startPingSweep } from './ws/ping-sweep';
 import { createUpgradeHandler } from './ws/upgrade-handler';
@@ -83,13 +85,15 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const ownsVerifier = !deps.verifier;
   const verifier = deps.verifier ?? createVerifierClient({ address: config.verifierAddr, internalToken: config.internalToken, deadlineMs: config.verifyDeadlineMs, logger });
   const registry = new ConnectionRegistry(verifier, metrics, feed);
-  const hub = new TopicHub(messages, metrics);
+  // Not current past its lease, this instance vouches for none of its connections: it closes them (1013) and takes none.
+  const cutoff = new FeedCutoff({ isCurrent: () => feed.isCurrent(), registry, logger });
+  const hub = new TopicHub(messages, metrics, cutoff.serving);
   const revocation = new Revocation(registry, logger);
   const ownsRulesSource = !deps.channelRules;
   const rulesSource = deps.channelRules ?? new RegistryRulesClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: RULES_DEADLINE_MS });
   const channelRules = new ChannelRulesCache({ source: rulesSource, feed, logger });
   const tenantConnections = deps.tenantConnections ?? createTenantConnections(config.redis, { limit: config.maxConnectionsPerTenant, scheduler, logger });
-  const presence = new Presence(createPresenceStore(config.redis, { ttlMs: config.presenceTtlMs, scheduler, logger }), metrics, logger);
+  const presence = new Presence(createPresenceStore(config.redis, { ttlMs: config.presenceTtlMs, scheduler, logger }), metrics, logger, cutoff.serving);
   const connections = new Set<Connection>();
   const ctx: ConnectionContext = {
     hub,
@@ -107,12 +111,19 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     // Nothing is acknowledged while this instance cannot prove it has every
     // tenant change: a publish of a tenant revoked meanwhile must not count.
     acceptingPublishes,
+    serving: cutoff.serving,
     live: connections,
   };
 
   // ws closes a frame over maxPayload with 1009 itself; no compression keeps fan-out a plain write.
   const wss = new WebSocketServer({ noServer: true, maxPayload: config.maxFrameBytes, perMessageDeflate: false, clientTracking: false });
   const accept = (ws: WebSocket, identity: Connection['identity'], token: string, slot: TenantSlot, batch: BatchMode) => {
+    // The lease ran out while the token was being checked: no `ready`, the client goes elsewhere.
+    if (!cutoff.serving()) {
+      slot.release();
+      ws.close(CLOSE_TRY_AGAIN_LATER, CUT_OFF_REASON);
+      return;
+    }
     new Connection(ws, identity, token, ctx, slot, batch);
   };
 
@@ -124,6 +135,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     verifier: () => verifier.ready(),
     messages: () => messages.ready(),
     tenant_events: () => events.ready(),
+    // Not current past its lease: out of the load balancer until it is (ARCHITECTURE.md "Tenant feed").
+    tenant_feed: async () => feed.isCurrent(),
   };
   const server: Server = createHttpServer((req, res) => {
     if (handleOps(req, res, { metrics: metrics.registry, readiness })) return;
@@ -137,7 +150,14 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   });
   // WebSockets keep their socket, so they count toward the caps for as long as they are open.
   guardConnections(server, config.connectionLimits, logger);
-  server.on('upgrade', traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, tenantConnections, accept })));
+  const upgrade = traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, tenantConnections, accept }));
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (cutoff.serving()) return upgrade(req, socket, head);
+    // Cut off from the tenant feed: refused before any token is looked at (the client retries, elsewhere).
+    metrics.upgrades.inc({ result: 'unavailable' });
+    socket.on('error', ignoreError);
+    socket.end(rawErrorResponse('unavailable'));
+  });
 
   let port = config.port;
   let stopPings: (() => void) | undefined;
@@ -160,10 +180,12 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       await Promise.all([feed.start(), withTimeout(events.ready(), 5000).catch(() => logger.warn('tenant event bus not ready at start; polling the tenant feed'))]);
       port = await listen(server, config.port, config.host);
       stopPings = startPingSweep(connections, deps.pingIntervalMs ?? 30_000);
+      cutoff.start();
       logger.info({ host: config.host, port, redis: config.redis.url !== undefined }, 'realtime listening');
     },
     async stop() {
       stopPings?.();
+      cutoff.stop();
       for (const u of unsubscribers.splice(0)) u();
       // Stop accepting; every WebSocket gets to finish its close handshake
       // (1001: clients reconnect, to another instance if this one is going
@@ -183,3 +205,5 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     },
   };
 }
+
+function ignoreError(): void {}

@@ -107,7 +107,7 @@ export class FaultStack {
     for (const n of this.feedProxyFor) this.feedProxies[n] = await BlackholeProxy.start(registryGrpc);
     const add = (name: ServiceName, service: string, env: Record<string, string>, httpPort: number) => {
       const proxy = this.feedProxies[name];
-      const viaProxy = proxy ? { REGISTRY_GRPC_ADDR: proxy.address } : {};
+      const viaProxy: Record<string, string> = proxy ? { REGISTRY_GRPC_ADDR: proxy.address } : {};
       this.services[name] = track(new ManagedProcess(name, process.execPath, ['--import', 'tsx', `services/${service}/src/main.ts`], { ...common, ...env, ...viaProxy }));
       this.health[name] = `http://127.0.0.1:${httpPort}/healthz`;
       this.ready[name] = `http://127.0.0.1:${httpPort}/readyz`;

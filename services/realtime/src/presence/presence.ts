@@ -42,6 +42,8 @@ export class Presence {
     private readonly store: PresenceStore,
     private readonly metrics: RealtimeMetrics,
     private readonly logger: Logger,
+    /** False while this instance cannot vouch for its connections (FeedCutoff): events go to nobody. Asked once per event. */
+    private readonly serving: () => boolean = () => true,
   ) {}
 
   /** A membership id for a connection, unique in this process (the store adds the instance). */
@@ -112,7 +114,7 @@ export class Presence {
 
   private fanOut(topic: string, entry: Watched, event: PresenceEvent): void {
     this.metrics.presenceEvents.inc({ type: event.type });
-    if (entry.sinks.size === 0) return;
+    if (entry.sinks.size === 0 || !this.serving()) return;
     const member = event.type === 'join' ? memberJson({ userId: event.userId, dataJson: event.dataJson }) : { user_id: event.userId };
     const frame = JSON.stringify({ type: event.type, topic, member });
     for (const sink of entry.sinks.values()) sink.sendMessage(frame);

@@ -12,6 +12,8 @@ export interface FanOutObserver {
   fannedOut(subscribers: number, publishedAtMs: number): void;
 }
 
+const ALWAYS = () => true;
+
 interface TopicEntry {
   subscribers: Set<TopicSubscriber>;
   live: Promise<void>;
@@ -29,6 +31,12 @@ export class TopicHub {
   constructor(
     private readonly bus: MessageBus,
     private readonly observer?: FanOutObserver,
+    /**
+     * False while this instance cannot vouch for its connections (FeedCutoff,
+     * which then closes them): the message goes to nobody. Asked once per
+     * message and topic, not per subscriber.
+     */
+    private readonly serving: () => boolean = ALWAYS,
   ) {}
 
   /** Adds the subscriber at once; resolves when delivery from the bus is live. */
@@ -72,7 +80,7 @@ export class TopicHub {
   }
 
   private fanOut(topic: string, entry: TopicEntry, message: Message): void {
-    if (entry.subscribers.size === 0) return;
+    if (entry.subscribers.size === 0 || !this.serving()) return;
     const frame = Buffer.from(messageFrame(topic, message));
     for (const s of entry.subscribers) s.deliver(message, frame);
     this.observer?.fannedOut(entry.subscribers.size, message.ms);

@@ -57,6 +57,12 @@ export interface ConnectionContext {
   authFramesPerMinute?: number;
   /** False while this instance must not take publishes (refused with `unavailable`); default: always true. */
   acceptingPublishes?: () => boolean;
+  /**
+   * FeedCutoff.serving: false while this instance cannot vouch for its
+   * connections, which it then closes (1013); nothing is delivered or acted
+   * on meanwhile. Default: always true.
+   */
+  serving?: () => boolean;
   /** The tenant's channel rules (ChannelRulesCache.lookup); default: the default rules for every tenant. */
   channelRules?: ChannelRulesLookup;
   /** Presence (#13 item 3); absent: no channel has presence here. */
@@ -263,6 +269,8 @@ export class Connection implements TrackedConnection {
     // Closed by this side (revoked, expired, dropped): ws still hands over the
     // frames the client sent before it read the close frame; none is acted on.
     if (this.closeCode !== undefined) return;
+    // An instance cut off from the tenant feed acts on nothing (and has closed this connection).
+    if (!this.serving()) return;
     const parsed = text === undefined ? ({ ok: false, ref: undefined } as const) : parseClientFrame(text);
     if (!parsed.ok) return this.error('invalid_frame', parsed.ref);
     this.handle(parsed.frame).catch((err: unknown) => {
@@ -352,12 +360,20 @@ export class Connection implements TrackedConnection {
         if (sub.cancelled) return;
         this.send(replyFrame({ type: 'subscribed', topic: name, epoch: current }, frameRef));
       } else {
-        const replayed = await sub.replay(this.ctx.messages, after, epoch, (first) => {
-          if (first.recovery) this.ctx.metrics.recovery('ws', first.recovery);
-          this.send(replyFrame({ type: 'subscribed', topic: name, epoch: first.epoch, ...first.recovery }, frameRef));
-        });
+        const replayed = await sub.replay(
+          this.ctx.messages,
+          after,
+          epoch,
+          (first) => {
+            if (first.recovery) this.ctx.metrics.recovery('ws', first.recovery);
+            this.send(replyFrame({ type: 'subscribed', topic: name, epoch: first.epoch, ...first.recovery }, frameRef));
+          },
+          this.serving,
+        );
         this.ctx.metrics.messagesOut.inc(replayed);
       }
+      // What was held meanwhile goes out only while this instance still vouches for the connection (else it is closed now).
+      if (!this.serving()) return;
       sub.goLive();
     } catch (err) {
       // Without its history the subscription would have a gap: take it back.
@@ -400,7 +416,12 @@ export class Connection implements TrackedConnection {
   private async listPresence(name: string, ref: Subscription['ref'], rules: ChannelRules, frameRef: Ref | undefined): Promise<void> {
     if (!this.ctx.presence || !presenceEnabled(rules, ref.channel)) return this.error('presence_not_enabled', frameRef);
     const members = await this.ctx.presence.list(ref);
+    if (!this.serving()) return;
     this.send(replyFrame({ type: 'presence', topic: name, members }, frameRef));
+  }
+
+  private get serving(): () => boolean {
+    return this.ctx.serving ?? ALWAYS;
   }
 
   private async refresh(token: string, ref: Ref | undefined): Promise<void> {

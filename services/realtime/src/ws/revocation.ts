@@ -1,5 +1,6 @@
 import { codeOf, type Logger } from '@service-relay/core';
 import type { TenantEvent } from '@service-relay/tenant-events';
+import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { ConnectionRegistry, TrackedConnection } from './connection-registry';
 import { CLOSE_DISCONNECTED_BY_HOST, CLOSE_TRY_AGAIN_LATER, CLOSE_UNAUTHORIZED } from './close-codes';
 
@@ -17,36 +18,14 @@ export class Revocation {
   ) {}
 
   async onEvent(event: TenantEvent): Promise<void> {
-    const conns = this.registry.ofTenant(event.tenant_id);
+    const rule = revocationRule(event);
+    if (!rule) return;
     let closed = 0;
-    if (event.kind === 'disabled' || event.kind === 'revoked_all') {
-      for (const c of conns) c.close(CLOSE_UNAUTHORIZED, 'revoked');
-      closed = conns.length;
-    } else if (event.kind === 'previous_expired' && event.revoked_key_versions.length > 0) {
-      const revoked = new Set(event.revoked_key_versions);
-      for (const c of conns) {
-        if (!revoked.has(c.identity.keyVersion)) continue;
-        c.close(CLOSE_UNAUTHORIZED, 'revoked');
-        closed += 1;
-      }
-    } else if (event.kind === 'user_revoked') {
-      const revoked = userRevocationOf(event);
-      if (revoked) {
-          for (const c of conns) {
-          if (!sameUser(c, revoked.userId) || (c.identity.issuedAt !== undefined && c.identity.issuedAt >= revoked.before)) continue;
-          c.close(CLOSE_UNAUTHORIZED, 'revoked');
-          closed += 1;
-        }
-      }
-    } else if (event.kind === 'user_disconnected') {
-      const userId = typeof event.detail?.user_id === 'string' ? event.detail.user_id : undefined;
-      if (userId !== undefined) {
-        for (const c of conns) {
-          if (!sameUser(c, userId)) continue;
-          c.close(CLOSE_DISCONNECTED_BY_HOST, 'disconnected by the host');
-          closed += 1;
-        }
-      }
+    for (const c of this.registry.ofTenant(event.tenant_id)) {
+      const code = rule.closeCode(c.identity);
+      if (code === undefined) continue;
+      c.close(code, code === CLOSE_DISCONNECTED_BY_HOST ? 'disconnected by the host' : 'revoked');
+      closed += 1;
     }
     if (closed > 0) this.logger.info({ tenant_id: event.tenant_id, kind: event.kind, closed }, 'closed revoked connections');
   }
@@ -74,6 +53,43 @@ export class Revocation {
   }
 }
 
+/** What a change does to the tenant's live connections: which close, with which code. */
+export interface RevocationRule {
+  /** The close code for a connection of the tenant with this identity; undefined: it stays. */
+  closeCode(identity: VerifiedIdentity): number | undefined;
+}
+
+const CLOSE_ALL = (): number => CLOSE_UNAUTHORIZED;
+
+/**
+ * The rule for one change (docs/CONTRACT.md "Revocation"), undefined when it
+ * closes nothing: `disabled` and `revoked_all` close every connection of the
+ * tenant; any change naming revoked key versions (`rotated` replacing a
+ * previous, `previous_expired`, `revoked_all`) closes the connections whose
+ * current token was signed with one of them, because a removed key version is
+ * a revocation; `user_revoked` closes that user's connections whose token was
+ * issued before the moment (or carries no `iat`); all with 4401.
+ * `user_disconnected` closes that user's connections with 4409.
+ */
+export function revocationRule(event: TenantEvent): RevocationRule | undefined {
+  if (event.kind === 'disabled' || event.kind === 'revoked_all') return { closeCode: CLOSE_ALL };
+  if (event.revoked_key_versions.length > 0) {
+    const revoked = new Set(event.revoked_key_versions);
+    return { closeCode: (id) => (revoked.has(id.keyVersion) ? CLOSE_UNAUTHORIZED : undefined) };
+  }
+  if (event.kind === 'user_revoked') {
+    const r = userRevocationOf(event);
+    if (!r) return undefined;
+    return { closeCode: (id) => (sameUser(id, r.userId) && (id.issuedAt === undefined || id.issuedAt < r.before) ? CLOSE_UNAUTHORIZED : undefined) };
+  }
+  if (event.kind === 'user_disconnected') {
+    const userId = typeof event.detail?.user_id === 'string' ? event.detail.user_id : undefined;
+    if (userId === undefined) return undefined;
+    return { closeCode: (id) => (sameUser(id, userId) ? CLOSE_DISCONNECTED_BY_HOST : undefined) };
+  }
+  return undefined;
+}
+
 /** `{user_id, before}` of a user_revoked change; undefined when malformed (logged by nobody: the registry writes it). */
 function userRevocationOf(event: TenantEvent): { userId: string; before: number } | undefined {
   const d = event.detail;
@@ -82,6 +98,6 @@ function userRevocationOf(event: TenantEvent): { userId: string; before: number 
 }
 
 /** User ids compare case-insensitively. */
-function sameUser(c: TrackedConnection, userId: string): boolean {
-  return c.identity.userId.toLowerCase() === userId.toLowerCase();
+function sameUser(identity: VerifiedIdentity, userId: string): boolean {
+  return identity.userId.toLowerCase() === userId.toLowerCase();
 }

@@ -4,6 +4,7 @@ import type { HistoryPage, MessageBus } from '../messaging/message-bus';
 import type { TopicSubscriber } from '../realtime/topic-hub';
 
 const REPLAY_PAGE = 500;
+const ALWAYS = () => true;
 
 /** A subscription on a presence channel: a member (once joined), and a watcher of joins and leaves when allowed. */
 export interface SubscriptionPresence {
@@ -47,9 +48,10 @@ export class Subscription implements TopicSubscriber {
    * Sends every retained message after `after`; call only after the live
    * subscription is in place. The first page (with the epoch and whether
    * recovery is complete) goes to `announce` before any message is sent.
-   * Returns how many messages it replayed.
+   * Stops when `serving` says no (it then closed the connection). Returns how
+   * many messages it replayed.
    */
-  async replay(messages: MessageBus, after: string, epoch: string | undefined, announce: (first: HistoryPage) => void): Promise<number> {
+  async replay(messages: MessageBus, after: string, epoch: string | undefined, announce: (first: HistoryPage) => void, serving: () => boolean = ALWAYS): Promise<number> {
     // The client has everything up to `after`: a live copy of such a message is not sent either.
     const start = parseMessageId(after)!;
     this.lastMs = start.ms;
@@ -58,7 +60,8 @@ export class Subscription implements TopicSubscriber {
     let sent = 0;
     for (let first = true; ; first = false) {
       const read = await messages.history(this.ref, { after: cursor, limit: REPLAY_PAGE, ...(first && epoch !== undefined && { epoch }) });
-      if (this.cancelled) return sent;
+      // Checked after every read: the instance may have stopped vouching for its connections meanwhile (FeedCutoff).
+      if (this.cancelled || !serving()) return sent;
       if (first) announce(read);
       const page = read.messages;
       for (const m of page) this.send(m, messageFrame(this.topic, m));
