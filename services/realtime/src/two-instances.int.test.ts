@@ -182,19 +182,22 @@ describe('realtime: two instances on one Redis', () => {
       expect(await kept.request({ type: 'unsubscribe', topic: topicFor(tenantId, 'x') })).toMatchObject({ type: 'unsubscribed' });
     });
 
-    it('acknowledges no publish, over WebSocket or REST, while the tenant feed is not current', async () => {
+    it('acknowledges no publish, over WebSocket or REST, while the tenant feed is not current; its WebSockets are closed 1013', async () => {
       const { c, id } = await connect(a);
       const topic = topicFor(id.tenantId, 'gated');
       a.feed.setCurrent(false);
       try {
-        expect(await c.request({ type: 'publish', topic, data: 1 })).toMatchObject({ type: 'error', code: 'unavailable' });
+        // The frame is not acted on: the instance cannot vouch for the connection and closes it (the client reconnects elsewhere).
+        c.send({ type: 'publish', topic, data: 1 });
+        expect((await c.closed).code).toBe(1013);
         const res = await fetch(`${a.http}/api/v1/channels/gated/messages`, { method: 'POST', headers: gatewayHeaders(id), body: JSON.stringify({ data: 2 }) });
         expect(res.status).toBe(503);
         expect(await res.text()).toBe('{"errors":["unavailable"]}');
       } finally {
         a.feed.setCurrent(true);
       }
-      expect(await c.request({ type: 'publish', topic, data: 3 })).toMatchObject({ type: 'published' });
+      const { c: again } = await connect(a, { tenantId: id.tenantId, userId: id.userId });
+      expect(await again.request({ type: 'publish', topic, data: 3 })).toMatchObject({ type: 'published' });
       const history = (await (await fetch(`${a.http}/api/v1/channels/gated/messages`, { headers: gatewayHeaders(id) })).json()) as { messages: Array<{ data: unknown }> };
       expect(history.messages.map((m) => m.data)).toEqual([3]);
     });

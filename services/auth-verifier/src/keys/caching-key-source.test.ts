@@ -173,6 +173,28 @@ describe('CachingKeySource', () => {
     expect(fetcher.calls).toBe(4);
   });
 
+  it('serves no cached key while the feed is not current: not its own entry, not a negative entry, not the shared cache', async () => {
+    const unknown = randomUUID();
+    const warm = await make();
+    await warm.get(tenant); // now in the shared cache too
+    const source = await make();
+    await source.get(tenant);
+    await source.get(unknown); // a negative entry
+    expect(source.peek(tenant)).toBeDefined();
+    expect(source.peek(unknown)).toBeDefined();
+    const before = fetcher.calls;
+    bus.setCurrent(false);
+    // The registry changed meanwhile in ways this replica cannot hear: every answer comes from the registry.
+    fetcher.data.set(tenant, tenantData(2, { disabled: true }));
+    fetcher.data.set(unknown, tenantData(1));
+    expect([source.peek(tenant), source.peek(unknown)]).toEqual([undefined, undefined]);
+    expect(versionOf(await source.get(tenant))).toBe(2);
+    expect((await source.get(unknown)).version).toBe(1);
+    const fresh = await make();
+    expect(versionOf(await fresh.get(tenant))).toBe(2);
+    expect(fetcher.calls).toBe(before + 3);
+  });
+
   it('does not store a fetch that was in flight across a reset', async () => {
     const source = await make();
     fetcher.hold = true;

@@ -139,7 +139,7 @@ describe('REST side (behind the gateway)', () => {
   it('serves health, readiness and metrics', async () => {
     expect((await fetch(`${rt.http}/healthz`)).status).toBe(200);
     const ready = await fetch(`${rt.http}/readyz`);
-    expect(await ready.json()).toMatchObject({ status: 'ready', checks: { verifier: true, messages: true, tenant_events: true } });
+    expect(await ready.json()).toMatchObject({ status: 'ready', checks: { verifier: true, messages: true, tenant_events: true, tenant_feed: true } });
     const metrics = await (await fetch(`${rt.http}/metrics`)).text();
     for (const name of ['relay_realtime_connections', 'relay_realtime_messages_in_total', 'relay_realtime_fanout_latency_seconds', 'relay_realtime_closes_total']) {
       expect(metrics).toContain(name);
