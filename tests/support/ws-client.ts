@@ -6,6 +6,7 @@ export type Frame = Record<string, unknown> & { type: string };
 export class TestSocket {
   readonly frames: Frame[] = [];
   closeCode: number | undefined;
+  closeReason: string | undefined;
   private waiters: Array<() => void> = [];
 
   private constructor(readonly ws: WebSocket) {
@@ -13,8 +14,9 @@ export class TestSocket {
       this.frames.push(JSON.parse(data.toString()) as Frame);
       this.notify();
     });
-    ws.on('close', (code) => {
+    ws.on('close', (code, reason) => {
       this.closeCode = code;
+      this.closeReason = reason.toString();
       this.notify();
     });
   }
