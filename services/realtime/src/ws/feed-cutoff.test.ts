@@ -31,7 +31,7 @@ class Tracked implements TrackedConnection {
 describe('FeedCutoff', () => {
   it('serves while current; the first check after the lease is gone closes every connection 1013, and so does every later one for newcomers', () => {
     let current = true;
-    const registry = new ConnectionRegistry({} as VerifierClient, new RealtimeMetrics());
+    const registry = new ConnectionRegistry({} as VerifierClient, new RealtimeMetrics(), new ManualTenantFeed());
     const cutoff = new FeedCutoff({ isCurrent: () => current, registry, logger });
     const a = new Tracked(registry);
     const b = new Tracked(registry);
@@ -70,7 +70,7 @@ describe('FeedCutoff', () => {
       let current = true;
       const bus = new MemoryMessageBus({ maxMessages: 10, ttlS: 60 });
       const metrics = new RealtimeMetrics();
-      const registry = new ConnectionRegistry({} as VerifierClient, metrics);
+      const registry = new ConnectionRegistry({} as VerifierClient, metrics, new ManualTenantFeed());
       const cutoff = new FeedCutoff({ isCurrent: () => current, registry, logger });
       const identity = testIdentity();
       const { socket, conn } = fakeConnection({ identity, context: { messages: bus, hub: new TopicHub(bus, metrics, cutoff.serving), registry, metrics, serving: cutoff.serving, acceptingPublishes: () => current } });
