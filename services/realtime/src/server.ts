@@ -121,6 +121,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     // The lease ran out while the token was being checked: no `ready`, the client goes elsewhere.
     if (!cutoff.serving()) {
       slot.release();
+      metrics.closed(CLOSE_TRY_AGAIN_LATER);
+      ws.on('error', ignoreError);
       ws.close(CLOSE_TRY_AGAIN_LATER, CUT_OFF_REASON);
       return;
     }
