@@ -18,6 +18,12 @@ export class FakeVerifier {
   silent = false;
   /** How many checks were asked for (both RPCs). */
   calls = 0;
+  /**
+   * The tenant-feed position every valid verdict says it reflects. The fake
+   * has no state to fall behind, so by default its verdicts reflect every
+   * change (a test of a stale verifier sets a lower one).
+   */
+  asOfSeq = Number.MAX_SAFE_INTEGER;
   /** The x-internal-token each call carried (undefined when it had none), newest last. */
   readonly internalTokensSeen: (string | undefined)[] = [];
   private boundPort = 0;
@@ -87,7 +93,7 @@ export class FakeVerifier {
 
   private verdict(token: string): VerifyResult {
     const identity = this.identities.get(token);
-    return identity ? { valid: true, identity } : { valid: false, reason: 'unknown_token' };
+    return identity ? { valid: true, identity: { asOfSeq: this.asOfSeq, ...identity } } : { valid: false, reason: 'unknown_token' };
   }
 }
 
