@@ -163,9 +163,39 @@ function postgresBin(tool: string): string {
   return tool; // on PATH
 }
 
+/** The PIDs of `root`'s descendants (from /proc), children before grandchildren. */
+function descendants(root: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      // Field 4 of /proc/<pid>/stat, after the parenthesised command name (which may hold spaces).
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parentOf.set(Number(name), ppid);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const out: number[] = [];
+  let frontier = [root];
+  for (let depth = 0; depth < 8 && frontier.length > 0; depth++) {
+    const next = [...parentOf].filter(([, ppid]) => frontier.includes(ppid)).map(([pid]) => pid);
+    out.push(...next);
+    frontier = next;
+  }
+  return out;
+}
+
 export class PrivatePostgres {
   private proc: ManagedProcess | undefined;
   private pastLogs = '';
+  /** PIDs stopped by freeze() and not resumed yet (the postmaster first). */
+  private frozenPids: number[] = [];
+
+  get frozen(): boolean {
+    return this.frozenPids.length > 0;
+  }
 
   private constructor(
     readonly port: number,
@@ -210,8 +240,44 @@ export class PrivatePostgres {
     await this.proc.waitForOutput('database system is ready to accept connections', 30_000);
   }
 
+  /**
+   * Hangs the cluster: SIGSTOP to the postmaster (so it forks nothing new),
+   * then to every backend and auxiliary process it has. Sockets stay open and
+   * the kernel still accepts connections into the listen backlog; nothing answers.
+   * Returns how many processes were stopped.
+   */
+  freeze(): number {
+    if (this.frozen) throw new Error('postgres is already frozen');
+    const postmaster = this.proc?.pid;
+    if (postmaster === undefined) throw new Error('postgres is not running');
+    process.kill(postmaster, 'SIGSTOP');
+    this.frozenPids = [postmaster];
+    for (const pid of descendants(postmaster)) {
+      try {
+        process.kill(pid, 'SIGSTOP');
+        this.frozenPids.push(pid);
+      } catch {
+        // exited meanwhile
+      }
+    }
+    return this.frozenPids.length;
+  }
+
+  /** SIGCONT to exactly the processes freeze() stopped, children first. */
+  resume(): void {
+    for (const pid of this.frozenPids.slice().reverse()) {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {
+        // exited meanwhile
+      }
+    }
+    this.frozenPids = [];
+  }
+
   /** Fast shutdown (SIGINT to the postmaster): clients are disconnected, the cluster stops cleanly. */
   async stop(): Promise<void> {
+    if (this.frozen) this.resume();
     if (!this.proc?.running) return;
     this.proc.signal('SIGINT');
     await this.proc.exited(20_000).catch(async () => {

@@ -199,6 +199,7 @@ export class FaultStack {
     for (const n of [...this.frozen]) this.resume(n);
     if (this.redis.frozen) this.redis.resume();
     if (!this.redis.running) await this.redis.start();
+    if (this.postgres.frozen) this.postgres.resume();
     if (!this.postgres.running) await this.postgres.start();
     for (const n of SERVICES) {
       if (!this.services[n].running) await this.restart(n);
@@ -240,6 +241,7 @@ export class FaultStack {
   async stop(): Promise<void> {
     for (const n of [...this.frozen]) this.resume(n);
     if (this.redis.frozen) this.redis.resume();
+    if (this.postgres.frozen) this.postgres.resume();
     await Promise.all(SERVICES.filter((n) => this.services[n]).map((n) => this.services[n].stop('SIGTERM', 10_000)));
     await Promise.all([this.redis.stop(), this.postgres.destroy(), ...Object.values(this.feedProxies).map((p) => p.stop())]);
   }
