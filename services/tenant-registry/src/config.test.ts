@@ -30,7 +30,8 @@ describe('loadConfig', () => {
   });
 
   it('uses PostgreSQL when DATABASE_URL is set, and DATA_DIR for PGlite otherwise', () => {
-    expect(loadConfig({ ...BASE, DATABASE_URL: 'postgres://u@h:5432/db' }).database).toEqual({ kind: 'postgres', url: 'postgres://u@h:5432/db' });
+    expect(loadConfig({ ...BASE, DATABASE_URL: 'postgres://u@h:5432/db' }).database).toEqual({ kind: 'postgres', url: 'postgres://u@h:5432/db', pool: { max: 10, feedMax: 3, timeoutMs: 600 } });
+    expect(loadConfig({ ...BASE, DATABASE_URL: 'postgres://u@h:5432/db', DB_POOL_SIZE: '20', DB_FEED_POOL_SIZE: '4', DB_TIMEOUT_MS: '900' }).database).toMatchObject({ pool: { max: 20, feedMax: 4, timeoutMs: 900 } });
     expect(loadConfig({ ...BASE, DATA_DIR: '/var/lib/relay' }).database).toEqual({ kind: 'pglite', dir: '/var/lib/relay/pg' });
   });
 

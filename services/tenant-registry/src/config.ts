@@ -2,8 +2,18 @@ import { resolve, join } from 'node:path';
 import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type RedisSettings } from '@service-relay/core';
 import { bearerToken } from '@service-relay/edge';
 
+/** The registry's PostgreSQL pools (DB_POOL_SIZE, DB_FEED_POOL_SIZE, DB_TIMEOUT_MS); see db/create-db.ts. */
+export interface PoolSettings {
+  /** Connections for admin calls, key lookups and host-sync checks. */
+  max: number;
+  /** Connections of the tenant feed alone (consumer reports and reads, propagation checks). */
+  feedMax: number;
+  /** One statement or transaction, from asking for a connection to its answer; past it `unavailable`. */
+  timeoutMs: number;
+}
+
 export type DatabaseSettings =
-  | { kind: 'postgres'; url: string }
+  | { kind: 'postgres'; url: string; pool?: PoolSettings }
   /** Embedded PostgreSQL (PGlite) on disk. */
   | { kind: 'pglite'; dir: string };
 
@@ -53,7 +63,12 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
   const grpcPort = r.port('REGISTRY_GRPC_PORT', DEFAULT_PORTS.REGISTRY_GRPC_PORT);
   const dataDir = resolve(r.string('DATA_DIR', './.data'));
   const databaseUrl = r.optionalUrl('DATABASE_URL', ['postgres:', 'postgresql:']);
-  const database: DatabaseSettings = databaseUrl ? { kind: 'postgres', url: databaseUrl } : { kind: 'pglite', dir: join(dataDir, 'pg') };
+  const pool: PoolSettings = {
+    max: r.int('DB_POOL_SIZE', 10, 1, 1000),
+    feedMax: r.int('DB_FEED_POOL_SIZE', 3, 1, 100),
+    timeoutMs: r.int('DB_TIMEOUT_MS', 600, 50, 60_000),
+  };
+  const database: DatabaseSettings = databaseUrl ? { kind: 'postgres', url: databaseUrl, pool: Object.freeze(pool) } : { kind: 'pglite', dir: join(dataDir, 'pg') };
   const redis = readRedisSettings(r);
   requireRedisWhenAlone(redis, opts.standalone);
   return Object.freeze({

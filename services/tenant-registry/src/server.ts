@@ -8,8 +8,7 @@ import { AuditLog } from './audit/audit-log';
 import { AuditStore } from './audit/audit-store';
 import type { RegistryConfig } from './config';
 import { TenantCrypto } from './crypto/tenant-crypto';
-import { createDb } from './db/create-db';
-import type { Db } from './db/db';
+import { openDatabases, type RegistryDatabases } from './db/create-db';
 import { FeedAnswers } from './feed-mirror/feed-answers';
 import { createFeedMirror } from './feed-mirror/create-feed-mirror';
 import type { FeedMirror } from './feed-mirror/feed-mirror';
@@ -17,7 +16,9 @@ import { addFeedService } from './grpc/feed-service';
 import { addKeyService } from './grpc/key-service';
 import { createApp } from './http/create-app';
 import { RegistryMetrics } from './metrics';
+import { FeedStore } from './store/feed-store';
 import { TenantStore } from './store/tenant-store';
+import { UserActionsStore } from './store/user-actions-store';
 import { HostSyncCheck } from './tenants/host-sync-check';
 import { Propagation } from './tenants/propagation';
 import { TenantAdmin } from './tenants/tenant-admin';
@@ -50,7 +51,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
   const ownsBus = deps.bus === undefined;
   const bus = deps.bus ?? createTenantEventBus(config.redis, logger);
   const metrics = new RegistryMetrics();
-  let db: Db | undefined;
+  let dbs: RegistryDatabases | undefined;
   let http: HttpServer | undefined;
   let rpc: grpc.Server | undefined;
   let health: HealthService | undefined;
@@ -63,11 +64,12 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
   // Ready while consumers can be answered: with Redis, from PostgreSQL or,
   // while it is down, from the feed mirror. Taking every registry out of its
   // Service during a PostgreSQL outage would end every consumer's lease.
-  const databaseUp = async () => (await db?.ping()) ?? false;
+  const databaseUp = async () => (await dbs?.main.ping()) ?? false;
+  const feedDatabaseUp = async () => (await dbs?.feed.ping()) ?? false;
   const readiness: Record<string, () => Promise<boolean>> =
     config.redis.url === undefined
       ? { database: databaseUp }
-      : { tenant_feed: async () => (await databaseUp()) || ((await mirror?.ready()) ?? false), tenant_events: () => bus.ready() };
+      : { tenant_feed: async () => (await feedDatabaseUp()) || ((await mirror?.ready()) ?? false), tenant_events: () => bus.ready() };
   // Failed host-sync fetches are counted in Redis when there is one (shared by
   // replicas); a slow Redis must not hold fetches: past 500 ms the in-process counter decides.
   let limiterRedis: Redis | undefined;
@@ -85,8 +87,8 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
     mirror?.close();
     mirror = undefined;
     if (ownsBus) await bus.close();
-    await db?.close();
-    db = undefined;
+    await dbs?.close();
+    dbs = undefined;
   };
 
   return {
@@ -98,9 +100,10 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
     },
     async start() {
       try {
-        db = await createDb(config.database);
+        dbs = await openDatabases(config.database);
+        const db = dbs.main;
         const crypto = new TenantCrypto(config.secretsKey);
-        const store = new TenantStore(db, crypto, deps.clock ?? systemClock);
+        const store = new TenantStore(db, crypto, deps.clock ?? systemClock, dbs.feed);
         mirror = createFeedMirror(config.redis, logger);
         propagation = new Propagation(store.feed, bus, logger, config.propagationTimeoutMs, undefined, mirror);
         propagation.startHeartbeat(HEARTBEAT_MS);
@@ -110,11 +113,13 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
           ...(deps.clock ? { clock: deps.clock } : {}),
           onWrite: (result) => metrics.auditWrite(result),
         });
+        // Pruning may take long on a big table: it runs on the maintenance connection, not the serving pools.
+        const maintenance = { feed: new FeedStore(dbs.maintenance), audit: new AuditStore(dbs.maintenance), users: new UserActionsStore(dbs.maintenance, feed, deps.clock ?? systemClock) };
         pruner = setInterval(() => {
-          feed.prune(config.feedRetentionMs).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'tenant feed prune failed'));
-          audit.prune(config.auditRetentionMs).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'audit log prune failed'));
+          maintenance.feed.prune(config.feedRetentionMs).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'tenant feed prune failed'));
+          maintenance.audit.prune(config.auditRetentionMs).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'audit log prune failed'));
           // A revocation outlives every token it can concern (ARCHITECTURE "Host server API").
-          store.users.prune(config.feedRetentionMs / 1000).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'user revocations prune failed'));
+          maintenance.users.prune(config.feedRetentionMs / 1000).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'user revocations prune failed'));
         }, PRUNE_EVERY_MS);
         pruner.unref();
         const adminTokens = new AdminTokens(config.adminToken, config.adminTokenNext);

@@ -13,7 +13,7 @@ describe('migrate on PostgreSQL', () => {
 
   it('registries starting together on a fresh database take turns: every migration applied once, none fails', async () => {
     database = await createTestDatabase('migrate');
-    for (let i = 0; i < 4; i++) dbs.push(new PgDb(database.url, 2));
+    for (let i = 0; i < 4; i++) dbs.push(new PgDb(database.url, { max: 2, timeoutMs: 30_000, probeMs: 0 }));
     const results = await Promise.all(dbs.map((db) => migrate(db)));
     const applied = results.flat().sort();
     expect(applied.length).toBeGreaterThan(0);

@@ -25,12 +25,14 @@ export class TenantStore {
   /** A host's user-level revocations and disconnects; they share the feed and the tenant row lock. */
   readonly users: UserActionsStore;
 
+  /** `feedDb`: the feed's own connections (its reads keep consumers' leases running), the same database. */
   constructor(
     private readonly db: Db,
     private readonly crypto: TenantCrypto,
     private readonly clock: Clock = systemClock,
+    feedDb: Db = db,
   ) {
-    this.feed = new FeedStore(db);
+    this.feed = new FeedStore(feedDb);
     this.channelRules = new ChannelRulesStore(db, this.feed, clock);
     this.users = new UserActionsStore(db, this.feed, clock);
   }
