@@ -1,5 +1,5 @@
 import { resolve, join } from 'node:path';
-import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type RedisSettings } from '@service-relay/core';
+import { ConfigError, DEFAULT_PORTS, EnvReader, readConnectionLimits, readRedisSettings, requireRedisWhenAlone, type ConnectionLimits, type Env, type RedisSettings } from '@service-relay/core';
 import { bearerToken } from '@service-relay/edge';
 
 /** The registry's PostgreSQL pools (DB_POOL_SIZE, DB_FEED_POOL_SIZE, DB_TIMEOUT_MS); see db/create-db.ts. */
@@ -49,6 +49,8 @@ export interface RegistryConfig {
    * it (one shared setting can serve both); calls take them in turn.
    */
   realtimeUrls: readonly string[];
+  /** The HTTP listener's caps and first-byte timeout, as the gateway's and realtime's (MAX_CONNECTIONS, MAX_CONNECTIONS_PER_ADDRESS, FIRST_BYTE_TIMEOUT_MS). */
+  connectionLimits: ConnectionLimits;
 }
 
 export interface LoadConfigOptions {
@@ -90,6 +92,7 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     auditRetentionMs: r.int('AUDIT_RETENTION_DAYS', 90, 1, 3650) * 86_400_000,
     auditUnauthenticatedPerMinute: r.int('AUDIT_UNAUTHENTICATED_PER_MINUTE', 10, 0, 1000),
     realtimeUrls: readUrlList(r, 'REALTIME_URL', `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`),
+    connectionLimits: Object.freeze(readConnectionLimits(r)),
   });
 }
 

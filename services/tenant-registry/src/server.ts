@@ -1,6 +1,6 @@
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
-import { closeServer, createLogger, createRateLimiter, createRedis, handleOps, listen, systemClock, type Clock, type Logger, type Redis, type Service } from '@service-relay/core';
+import { closeServer, createLogger, createRateLimiter, createRedis, guardConnections, handleOps, listen, systemClock, type Clock, type Logger, type Redis, type Service } from '@service-relay/core';
 import { bindServer, grpcAddress, HealthService, REGISTRY_FEED_SERVICE, REGISTRY_KEYS_SERVICE, stopServer } from '@service-relay/grpc';
 import { createTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
 import { AdminTokens } from './audit/admin-tokens';
@@ -31,6 +31,20 @@ const PRUNE_EVERY_MS = 3_600_000;
 const HOST_FETCH_WINDOW_MS = 60_000;
 /** A server publish or presence call to realtime not answered within this is 503 unavailable. */
 const REALTIME_TIMEOUT_MS = 5000;
+/** After HTTP has drained, consumers' calls in flight get this long. */
+const RPC_GRACE_MS = 1000;
+/** runMain's shutdown deadline (10 s) minus the gRPC grace and the closing of Redis and the databases. */
+const MAX_HTTP_GRACE_MS = 8000;
+
+/**
+ * How long in-flight HTTP requests get on shutdown: an admin call's longest
+ * path (its commit, the wait for confirmations, the audit row) with room to
+ * spare, within runMain's deadline.
+ */
+export function httpGraceMs(config: Pick<RegistryConfig, 'propagationTimeoutMs' | 'database'>): number {
+  const dbMs = config.database.kind === 'postgres' ? (config.database.pool?.timeoutMs ?? 600) : 600;
+  return Math.min(MAX_HTTP_GRACE_MS, config.propagationTimeoutMs + 3 * dbMs + 1000);
+}
 
 export interface RegistryDeps {
   /** The shared bus when every service runs in one process; else one is made from config.redis. */
@@ -76,11 +90,21 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
 
   const stop = async (): Promise<void> => {
     clearInterval(pruner);
-    propagation?.stop();
     health?.setAll('NOT_SERVING');
     health?.endWatches();
-    await Promise.all([http && closeServer(http), rpc && stopServer(rpc)]);
+    // In-flight HTTP requests are answered first (an admin call waits for the
+    // consumers' confirmations, which come over gRPC, so gRPC and the
+    // database keep serving until HTTP is closed); new connections are refused.
+    if (http) {
+      // A keep-alive connection whose request was already in flight when closing began is idle
+      // once answered: ended then, not at the grace.
+      const server = http;
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
+      await closeServer(server, httpGraceMs(config)).finally(() => clearInterval(sweep));
+    }
     http = undefined;
+    propagation?.stop();
+    if (rpc) await stopServer(rpc, RPC_GRACE_MS);
     rpc = undefined;
     limiterRedis?.disconnect();
     limiterRedis = undefined;
@@ -144,6 +168,8 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         http = createHttpServer((req, res) => {
           if (!handleOps(req, res, ops)) app(req, res);
         });
+        // The gateway's and realtime's guard: caps, and a connection that sends no request head in time is cut.
+        guardConnections(http, config.connectionLimits, logger);
         httpPort = await listen(http, config.httpPort, config.httpHost);
         rpc = new grpc.Server();
         addKeyService(rpc, store, config.internalToken, metrics, logger);
