@@ -25,6 +25,8 @@ export interface RegistryConfig {
   grpcHost: string;
   /** Failed host-sync fetches per minute per client address and tenant id (HOST_FETCH_RATE_LIMIT). */
   hostFetchRateLimit: number;
+  /** Failed host-sync calls per minute per client address across tenants; over it, 429 before the database (HOST_FETCH_ADDRESS_RATE_LIMIT). */
+  hostFetchAddressRateLimit: number;
   dataDir: string;
   database: DatabaseSettings;
   redis: RedisSettings;
@@ -79,6 +81,7 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     httpHost: r.bindHost('REGISTRY_HTTP_HOST'),
     grpcHost: r.bindHost('REGISTRY_GRPC_HOST'),
     hostFetchRateLimit: r.int('HOST_FETCH_RATE_LIMIT', 60, 1, 1_000_000),
+    hostFetchAddressRateLimit: r.int('HOST_FETCH_ADDRESS_RATE_LIMIT', 300, 1, 1_000_000),
     dataDir,
     database: Object.freeze(database),
     redis: Object.freeze(redis),

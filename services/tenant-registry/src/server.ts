@@ -14,6 +14,7 @@ import { createFeedMirror } from './feed-mirror/create-feed-mirror';
 import type { FeedMirror } from './feed-mirror/feed-mirror';
 import { addFeedService } from './grpc/feed-service';
 import { addKeyService } from './grpc/key-service';
+import { AddressFailureLimit } from './http/address-failure-limit';
 import { createApp } from './http/create-app';
 import { RegistryMetrics } from './metrics';
 import { FeedStore } from './store/feed-store';
@@ -152,10 +153,12 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
           limiterRedis.on('error', (err: Error) => logger.debug({ err: err.message }, 'rate limiter redis error'));
         }
         const limiter = createRateLimiter({ limit: config.hostFetchRateLimit, windowMs: HOST_FETCH_WINDOW_MS, clock: deps.clock ?? systemClock, logger, redis: limiterRedis, prefix: config.redis.prefix });
+        const addressLimiter = createRateLimiter({ limit: config.hostFetchAddressRateLimit, windowMs: HOST_FETCH_WINDOW_MS, clock: deps.clock ?? systemClock, logger, redis: limiterRedis, prefix: config.redis.prefix });
+        const addresses = new AddressFailureLimit(addressLimiter, deps.clock ?? systemClock);
         const users = new UserActions(store.users, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds));
         const realtime = new RealtimeClient({ baseUrls: config.realtimeUrls, internalToken: config.internalToken, timeoutMs: REALTIME_TIMEOUT_MS });
         const app = createApp({
-          hostFetch: { limiter, internalToken: config.internalToken },
+          hostFetch: { limiter, internalToken: config.internalToken, addresses },
           hostApi: { users, realtime, ...(deps.clock && { clock: deps.clock }) },
           admin: new TenantAdmin(store, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds)),
           hostSync: new HostSyncCheck(store, crypto.hostSync),

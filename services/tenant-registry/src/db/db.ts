@@ -14,5 +14,7 @@ export interface Db extends Queryable {
   /** Runs fn in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   ping(): Promise<boolean>;
+  /** The server is known not to answer right now (operations fail `unavailable` at once); PGlite never is. */
+  readonly silent: boolean;
   close(): Promise<void>;
 }

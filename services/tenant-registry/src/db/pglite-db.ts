@@ -10,6 +10,8 @@ import type { Db, Queryable } from './db';
 export class PGliteDb implements Db {
   private readonly mutex = new Mutex();
   private closed = false;
+  /** Embedded: there is no server to go silent. */
+  readonly silent = false;
 
   private constructor(private readonly pg: PGlite) {}
 

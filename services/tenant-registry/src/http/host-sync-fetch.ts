@@ -4,6 +4,7 @@ import { errorBody, safeEqual, sendError, type Logger, type RateLimiter } from '
 import { authorizationOf, parseBasicAuthorization, WWW_AUTHENTICATE } from '@service-relay/edge';
 import type { FetchResult, RegistryMetrics } from '../metrics';
 import type { BasicCredentials, HostSyncCheck } from '../tenants/host-sync-check';
+import type { AddressFailureLimit } from './address-failure-limit';
 import { NO_STORE } from './send';
 
 const FETCH_PATH = /^\/api\/host\/tenants\/([^/]*)\/jwt_secret\/fetch\/?$/;
@@ -24,7 +25,19 @@ export interface HostFetchLimit {
   limiter: RateLimiter;
   /** The gateway proves with it that its x-relay-client-address is the real client's. */
   internalToken: string;
+  /** Failures per client address across tenants (HOST_FETCH_ADDRESS_RATE_LIMIT); over it, 429 before the database. */
+  addresses?: AddressFailureLimit;
 }
+
+/**
+ * Every failure (401, or a 429 decided after the check) is answered no
+ * sooner than this after the request came in. A tenant id the registry
+ * already knows does not exist is refused without a database read
+ * (store/tenant-store.ts, the negative cache); a known tenant with a wrong
+ * credential costs one. The floor, far above a read's few milliseconds,
+ * makes both take the same time, so timing does not tell them apart.
+ */
+export const FAILURE_FLOOR_MS = 50;
 
 const MAX_ADDRESS_LENGTH = 64;
 
@@ -74,6 +87,15 @@ export async function hostCredentialGate<T>(
   check: (credentials: BasicCredentials | undefined) => Promise<T | undefined>,
   opts: GateOptions,
 ): Promise<T | undefined> {
+  const started = performance.now();
+  const address = opts.limit && clientAddress(req, opts.limit.internalToken);
+  // An address over its failure limit is refused before anything is read: the same answer whatever it asks.
+  const blockedS = address === undefined ? 0 : (opts.limit?.addresses?.retryAfterS(address) ?? 0);
+  if (blockedS > 0) {
+    opts.count('rate_limited');
+    sendRateLimited(res, blockedS);
+    return undefined;
+  }
   let granted: T | undefined;
   try {
     granted = await check(parseBasicAuthorization(authorizationOf(req)));
@@ -87,18 +109,27 @@ export async function hostCredentialGate<T>(
     opts.count('ok');
     return granted;
   }
-  if (opts.limit) {
-    const decision = await opts.limit.limiter.hit(limitKey(clientAddress(req, opts.limit.internalToken), tenantId));
-    if (!decision.allowed) {
-      opts.count('rate_limited');
-      sendError(res, 'rate_limited', { ...NO_STORE, ...NO_CACHE, 'retry-after': String(decision.retryAfterS) });
-      return undefined;
-    }
+  let retryAfterS = 0;
+  if (opts.limit && address !== undefined) {
+    const [perTenant, perAddressS] = await Promise.all([opts.limit.limiter.hit(limitKey(address, tenantId)), opts.limit.addresses?.failed(address) ?? 0]);
+    retryAfterS = perTenant.allowed ? perAddressS : perTenant.retryAfterS;
+  }
+  const early = FAILURE_FLOOR_MS - (performance.now() - started);
+  if (early > 0) await new Promise((r) => setTimeout(r, early));
+  if (retryAfterS > 0) {
+    opts.count('rate_limited');
+    sendRateLimited(res, retryAfterS);
+    return undefined;
   }
   opts.count('rejected');
   res.writeHead(401, FAILURE_HEADERS);
   res.end(FAILURE_BODY);
   return undefined;
+}
+
+/** The contract's rate-limit answer (the same bytes whichever limit it was). */
+function sendRateLimited(res: Response, retryAfterS: number): void {
+  sendError(res, 'rate_limited', { ...NO_STORE, ...NO_CACHE, 'retry-after': String(retryAfterS) });
 }
 
 /** The gateway's word for the client address when it proves itself, else the socket peer (a direct caller). */

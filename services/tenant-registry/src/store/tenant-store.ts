@@ -1,9 +1,10 @@
-import { isCanonicalUuid, systemClock, type Clock } from '@service-relay/core';
+import { isCanonicalUuid, RelayError, systemClock, type Clock } from '@service-relay/core';
 import type { TenantCrypto } from '../crypto/tenant-crypto';
 import { newHostSyncClientId, newSecret, newTenantId } from '../crypto/random-secret';
 import type { Db, Queryable } from '../db/db';
 import type { HostSyncCredential, ListPosition, Tenant, TenantChange, TenantKeys, TenantPage } from '../tenants/tenant';
 import { applyAction, type FreshSecrets, type TenantAction } from '../tenants/tenant-rules';
+import { UnknownTenants } from '../tenants/unknown-tenants';
 import { ChannelRulesStore } from './channel-rules-store';
 import { FeedStore } from './feed-store';
 import { parseUserRevocations, USER_REVOCATIONS_JSON, UserActionsStore } from './user-actions-store';
@@ -24,6 +25,12 @@ export class TenantStore {
   readonly channelRules: ChannelRulesStore;
   /** A host's user-level revocations and disconnects; they share the feed and the tenant row lock. */
   readonly users: UserActionsStore;
+  /**
+   * Ids the database just said do not exist: key lookups and host-sync reads
+   * of them are answered "no such tenant" without a query for a few seconds
+   * (see unknown-tenants.ts for why a create is never hidden).
+   */
+  readonly unknown: UnknownTenants;
 
   /** `feedDb`: the feed's own connections (its reads keep consumers' leases running), the same database. */
   constructor(
@@ -33,6 +40,7 @@ export class TenantStore {
     feedDb: Db = db,
   ) {
     this.feed = new FeedStore(feedDb);
+    this.unknown = new UnknownTenants(clock);
     this.channelRules = new ChannelRulesStore(db, this.feed, clock);
     this.users = new UserActionsStore(db, this.feed, clock);
   }
@@ -59,6 +67,7 @@ export class TenantStore {
       await tx.query(INSERT_TENANT, insertParams(row));
       return this.feed.record(tx, tenantId, event);
     });
+    this.unknown.forget(tenantId);
     return { tenant: rowToTenant(row), hostSyncSecret, event: { ...event, seq } };
   }
 
@@ -104,10 +113,13 @@ export class TenantStore {
 
   /** Decrypted key material for verifiers. */
   async getKeys(tenantId: string): Promise<TenantKeys | undefined> {
-    if (!isCanonicalUuid(tenantId)) return undefined;
+    if (!isCanonicalUuid(tenantId) || this.unknown.has(tenantId)) return undefined;
     // One statement, one snapshot: the keys reflect every change up to as_of_seq.
     const rows = await this.db.query(`SELECT ${TENANT_COLUMNS}, (SELECT seq FROM feed_state WHERE id = 1) AS as_of_seq, ${USER_REVOCATIONS_JSON} FROM tenants WHERE tenant_id = $1`, [tenantId]);
-    if (!rows[0]) return undefined;
+    if (!rows[0]) {
+      this.unknown.add(tenantId);
+      return undefined;
+    }
     const row = normalizeRow(rows[0]);
     return {
       asOfSeq: Number(rows[0].as_of_seq),
@@ -124,8 +136,17 @@ export class TenantStore {
   }
 
   async findHostSyncCredential(tenantId: string): Promise<HostSyncCredential | undefined> {
+    if (!isCanonicalUuid(tenantId)) return undefined;
+    if (this.unknown.has(tenantId)) {
+      // While the database is down a known tenant's check is 503: an unknown one must not answer otherwise.
+      if (this.db.silent) throw new RelayError('unavailable', 'database not answering');
+      return undefined;
+    }
     const row = await this.read(this.db, tenantId);
-    if (!row) return undefined;
+    if (!row) {
+      this.unknown.add(tenantId);
+      return undefined;
+    }
     return {
       tenantId: row.tenant_id,
       hostSyncClientId: row.host_sync_client_id,

@@ -16,8 +16,10 @@ export interface BasicCredentials {
  * The host-sync check. Every failure takes the same path: read the row (or the
  * dummy), hash and compare the presented secret, compare the client id, check
  * the state; only then decide. So an unknown tenant, a malformed id or header,
- * a wrong id or secret and a disabled tenant cost the same work and differ in
- * nothing the caller can see.
+ * a wrong id or secret and a disabled tenant differ in nothing the caller can
+ * see. (The store answers an id it just found missing from its negative cache,
+ * without a read; the HTTP gate answers every failure no sooner than
+ * FAILURE_FLOOR_MS, so that saved read does not show in the timing either.)
  * Returns the primary JWT secret, or undefined for any failure.
  */
 export class HostSyncCheck {
