@@ -18,8 +18,9 @@ class FreezableRelay {
   ) {}
 
   static async start(target: { host: string; port: number }): Promise<FreezableRelay> {
-    let relay: FreezableRelay | undefined;
+    const self: { relay?: FreezableRelay } = {};
     const server = createServer((client) => {
+      const relay = self.relay;
       const upstream = connect(target.port, target.host);
       const pair: [Socket, Socket] = [client, upstream];
       relay!.pairs.add(pair);
@@ -36,8 +37,8 @@ class FreezableRelay {
       if (relay!.frozen) for (const s of pair) s.pause();
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    relay = new FreezableRelay(server, (server.address() as { port: number }).port);
-    return relay;
+    self.relay = new FreezableRelay(server, (server.address() as { port: number }).port);
+    return self.relay;
   }
 
   freeze(): void {
