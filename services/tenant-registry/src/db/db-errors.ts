@@ -8,10 +8,10 @@ import { RelayError } from '@service-relay/core';
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 const UNAVAILABLE_MESSAGES =
   /connection terminated|timeout exceeded when trying to connect|connection (?:is )?closed|client has encountered a connection error|cannot use a pool after calling end|query read timeout|client was closed and is not queryable/i;
-// The server did not answer at all (as opposed to a pool busy with other work,
-// which is "timeout exceeded when trying to connect"): a statement or a new
-// connection timed out, or the connection is gone.
-const SILENCE_MESSAGES = /query read timeout|connection terminated|connection (?:is )?closed|client has encountered a connection error/i;
+// The server did not answer in time (as opposed to a pool busy with other
+// work, which is "timeout exceeded when trying to connect", or a server that
+// refuses at once): a statement or a new connection timed out.
+const SILENCE_MESSAGES = /query read timeout|connection terminated due to connection timeout/i;
 
 function parts(err: unknown): { code: string; message: string } {
   const e = err as { code?: unknown; message?: unknown } | undefined;
@@ -40,9 +40,20 @@ export function classifyDbError(err: unknown): unknown {
   return err;
 }
 
-/** The server itself failed to answer (down, hung, or the connection lost), as opposed to a busy pool or a statement error. */
+/**
+ * The server let a statement or a connection time out: it is hung (its
+ * processes stopped) or unreachable without a refusal. Not a busy pool, not a
+ * refusal (a server that is down answers at once, and is asked each time),
+ * not a statement error.
+ */
 export function isServerSilence(err: unknown): boolean {
   if (err instanceof RelayError) return false;
   const { code, message } = parts(err);
-  return SOCKET_CODES.has(code) || code.startsWith('08') || /^57P0[123]$/.test(code) || SILENCE_MESSAGES.test(message);
+  return code === 'ETIMEDOUT' || SILENCE_MESSAGES.test(message);
+}
+
+/** An error the server reported on a working connection (it carries a SQLSTATE): the connection can go on (ROLLBACK). */
+export function isStatementError(err: unknown): boolean {
+  const { code } = parts(err);
+  return /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('08') && !/^57P0[123]$/.test(code);
 }

@@ -1,7 +1,7 @@
 import { RelayError } from '@service-relay/core';
 import pg from 'pg';
 import type { Db, Queryable } from './db';
-import { classifyDbError, isServerSilence } from './db-errors';
+import { classifyDbError, isServerSilence, isStatementError } from './db-errors';
 
 export interface PgDbOptions {
   /** Connections this pool opens at most. */
@@ -17,10 +17,12 @@ export interface PgDbOptions {
   /** application_name of the pool's connections (pg_stat_activity). */
   name: string;
   /**
-   * While the server does not answer (a statement or a connection timed out,
-   * or the connection failed), operations fail `unavailable` at once instead
-   * of each waiting out its budget, and one probe (`SELECT 1`) is sent this
-   * often until one is answered. 0: no such short-circuit (maintenance work).
+   * While the server does not answer (a statement or a new connection timed
+   * out: it is hung), operations fail `unavailable` at once instead of each
+   * waiting out its budget, and one probe (`SELECT 1`) is sent this often
+   * until one is answered. A server that refuses (down, restarting) is asked
+   * by every operation: that costs nothing and serves again at its first
+   * answer. 0: no such short-circuit (maintenance work).
    */
   probeMs: number;
 }
@@ -187,7 +189,8 @@ class Connection implements Queryable {
       const res = await this.client.query(statement);
       return res.rows as R[];
     } catch (err) {
-      if (isServerSilence(err)) this.broken = true;
+      // Only a statement error leaves the connection usable; anything else (a timeout, a lost connection) destroys it.
+      if (!isStatementError(err)) this.broken = true;
       throw err;
     }
   }
