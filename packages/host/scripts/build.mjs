@@ -1,7 +1,7 @@
-// `prepare` (run by npm ci, npm install and npm pack) and `build`: cleans
+// `build` and `prepack` (--strict), and the workspace root's `prepare` (npm ci): cleans
 // dist/ and compiles src/ into it with declarations. An install without
 // devDependencies (the service images' `npm ci --omit=dev`) has no compiler
-// and no use for the SDK: `prepare` skips, loudly; `build` (--strict) fails.
+// and no use for the SDK: it skips, loudly; with --strict it fails.
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { log } from 'node:console';
