@@ -1,3 +1,5 @@
+import { RelayClientError } from './client-error.js';
+
 /** JSON as it travels in `data`. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
@@ -48,4 +50,22 @@ export function topicOf(tenantId: string, channel: string): string {
 /** The channel of a `tenants/{t}/channels/{c}` topic (the topic itself if it has another shape). */
 export function channelOf(topic: string): string {
   return TOPIC_SHAPE.exec(topic)?.[2] ?? topic;
+}
+
+/**
+ * The frames of a `batch`, in order, each to be handled as if it had come
+ * alone; what is not a frame becomes a `protocol_error`. A compact batch
+ * (`batch=2`) names one topic, and its messages of that topic come as their
+ * members after `topic` only.
+ */
+export function unbatch(frame: Extract<ServerFrame, { type: 'batch' }>): (ServerFrame | RelayClientError)[] {
+  if (!Array.isArray(frame.frames)) return [new RelayClientError('protocol_error', 'a batch frame without a frames array')];
+  const topic = typeof frame.topic === 'string' ? frame.topic : undefined;
+  return frame.frames.map((inner) => {
+    if (typeof inner !== 'object' || inner === null || Array.isArray(inner)) return new RelayClientError('protocol_error', 'a batch frame holding something other than frames');
+    const type = (inner as { type?: unknown }).type;
+    if (type === undefined && topic !== undefined) return { ...(inner as object), type: 'message', topic } as ServerFrame;
+    if (typeof type !== 'string' || type === 'batch') return new RelayClientError('protocol_error', 'a batch frame holding something other than frames');
+    return inner as ServerFrame;
+  });
 }

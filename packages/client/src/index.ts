@@ -1,5 +1,22 @@
 export { createRelayClient, RelayClient } from './relay-client.js';
-export type { ConnectionState, Disconnected, Gap, PresenceEvent, RelayClientEvents, RelayClientOptions, RelayMessage, SubscribeOptions, Subscribed } from './types.js';
+export { RelayChannel } from './channel.js';
+export type {
+  ChannelEvents,
+  ChannelPresenceEvent,
+  ChannelState,
+  ConnectionState,
+  Disconnected,
+  Gap,
+  HistoryOptions,
+  HistoryPage,
+  PresenceEvent,
+  PublishOptions,
+  RelayClientEvents,
+  RelayClientOptions,
+  RelayMessage,
+  SubscribeOptions,
+  Subscribed,
+} from './types.js';
 export {
   CLIENT_ERROR_CODES,
   isRelayClientError,

@@ -1,46 +1,43 @@
 import { backoffDelay } from './backoff.js';
 import { errorFromFrame, RelayClientError } from './client-error.js';
+import type { RelayChannel } from './channel.js';
 import { CLOSE_UNAUTHORIZED, decideAfterClose } from './close-policy.js';
+import { Connection } from './connection.js';
 import { Emitter } from './emitter.js';
-import { channelOf, parseServerFrame, topicOf, type JsonValue, type PresenceMember, type ServerFrame } from './frames.js';
+import { channelOf, parseServerFrame, topicOf, unbatch, type JsonValue, type PresenceMember, type ServerFrame } from './frames.js';
+import { fetchHistory, restBaseOf, tenantOfToken } from './history.js';
+import { newIdempotencyKey } from './publish-key.js';
 import { RequestTable } from './requests.js';
-import { connectUrl, OPEN, refusalStatus, resolveWebSocket, type WebSocketConstructor, type WebSocketLike } from './socket.js';
-import { Subscription } from './subscription.js';
+import { connectUrl, refusalStatus, resolveWebSocket, type WebSocketConstructor, type WebSocketLike } from './socket.js';
+import { Subscriptions } from './subscriptions.js';
 import { TokenRefresh } from './token-refresh.js';
-import type { ConnectionState, RelayClientEvents, RelayClientOptions, SubscribeOptions, Subscribed } from './types.js';
+import type { ConnectionState, HistoryOptions, HistoryPage, PublishOptions, RelayClientEvents, RelayClientOptions, SubscribeOptions, Subscribed } from './types.js';
 
 type Timer = ReturnType<typeof setTimeout>;
 
-interface Connection {
-  ws: WebSocketLike;
-  ready: boolean;
-  /** The server said when to come back (`retry_after_ms` of the error frame before a 4429). */
-  retryAfterMs: number | undefined;
-  status: number | undefined;
-  timers: Set<Timer>;
-  pongTimer: Timer | undefined;
-  refresh: TokenRefresh;
-}
-
 /** A connection that stayed ready this long resets the backoff. */
 const STABLE_AFTER_MS = 5000;
-const SUBSCRIBE_RETRIES = 3;
-const MAX_TIMER_MS = 2_147_483_647;
+/** history() reuses the connection's token while it has at least this long left. */
+const TOKEN_REUSE_MARGIN_MS = 30_000;
 
 /**
  * One logical connection to service-relay that survives drops: it
  * authenticates with `getToken`, refreshes the token before it expires,
  * reconnects with backoff, resubscribes every channel from the last message
- * it delivered and never delivers one message twice.
+ * it delivered and never delivers one message twice. This file is the
+ * connection's state machine; subscriptions.ts renews the channels,
+ * requests.ts pairs requests with their answers.
  */
 export class RelayClient {
   private readonly emitter = new Emitter<RelayClientEvents>((err) => this.reportListenerError(err));
   private readonly WebSocketImpl: WebSocketConstructor;
   private readonly requests = new RequestTable();
-  private readonly subs = new Map<string, Subscription>();
+  private readonly subs: Subscriptions;
   private conn: Connection | undefined;
   private stateValue: ConnectionState = 'idle';
   private identity: { tenantId: string; userId: string; expiresAt: number } | undefined;
+  /** The last token getToken gave (history() reuses it while the connection's expiry allows). */
+  private lastToken: string | undefined;
   private attempt = 0;
   private authRefusals = 0;
   private blindFailuresAfterAuth = 0;
@@ -57,6 +54,19 @@ export class RelayClient {
     this.WebSocketImpl = resolveWebSocket(opts.WebSocket);
     this.random = opts.random ?? Math.random;
     this.now = opts.now ?? Date.now;
+    this.subs = new Subscriptions({
+      events: this.emitter,
+      readyTenant: () => (this.conn?.ready ? this.identity?.tenantId : undefined),
+      send: (frame) => this.conn?.send(frame),
+      later: (ms, fn) => void this.conn?.after(ms, fn),
+      dropConnection: (why) => this.conn && this.drop(this.conn, why),
+      connectIfIdle: () => {
+        if (this.stateValue === 'idle') void this.connect().catch(() => {});
+      },
+      onListenerError: (err) => this.reportListenerError(err),
+      now: this.now,
+      random: this.random,
+    });
   }
 
   get state(): ConnectionState {
@@ -90,30 +100,28 @@ export class RelayClient {
   }
 
   /**
+   * The object of one channel, with its own events (`message`, `presence`,
+   * `state`, `subscribed`, `gap`, `error`) and methods (`subscribe`,
+   * `publish`, `history`, `presence`, `unsubscribe`). The same object for a
+   * name every time; nothing is sent until it is used.
+   */
+  channel(name: string): RelayChannel {
+    return this.subs.channel(name, this);
+  }
+
+  /**
    * Subscribes to a channel (connecting if needed) and resolves with the first
    * `subscribed`. The subscription then survives reconnects: it is renewed
    * with `after` = the last message delivered, so nothing is missed or repeated.
    */
   subscribe(channel: string, options: SubscribeOptions = {}): Promise<Subscribed> {
     if (this.stateValue === 'closed') return Promise.reject(new RelayClientError('closed', 'the client is closed'));
-    let sub = this.subs.get(channel);
-    if (sub?.confirmed) return Promise.resolve(sub.confirmed);
-    if (!sub) {
-      sub = new Subscription(channel, options);
-      this.subs.set(channel, sub);
-      if (this.conn?.ready) this.sendSubscribe(sub);
-      else if (this.stateValue === 'idle') void this.connect().catch(() => {});
-    }
-    return sub.whenConfirmed();
+    return this.subs.subscribe(channel, options);
   }
 
   /** Stops a subscription; its messages stop at once, whatever the server answers. */
   async unsubscribe(channel: string): Promise<void> {
-    const sub = this.subs.get(channel);
-    if (!sub) return;
-    this.subs.delete(channel);
-    sub.fail(new RelayClientError('closed', 'unsubscribed before it was confirmed', { topic: channel }));
-    if (!this.conn?.ready) return;
+    if (!this.subs.remove(channel) || !this.conn?.ready) return;
     await this.request('unsubscribe', (tenantId) => ({ topic: topicOf(tenantId, channel) }), { topic: channel, queue: false }).catch((err: unknown) => {
       if ((err as RelayClientError).code !== 'connection_lost') throw err;
     });
@@ -122,12 +130,15 @@ export class RelayClient {
   /**
    * Publishes `data` on a channel; resolves with the stored message's id. A
    * publish made while reconnecting waits for the connection (within
-   * `requestTimeoutMs`). After `connection_lost` or `timeout` it may or may
-   * not have been stored: retry with the same `idempotencyKey` to store it once.
+   * `requestTimeoutMs`). It carries an idempotency key (a fresh one unless
+   * given; `false`: none), so one whose connection dropped before the
+   * answer is sent again on the next connection and stored once.
    */
-  async publish(channel: string, data: JsonValue, options: { idempotencyKey?: string } = {}): Promise<{ id: string }> {
+  async publish(channel: string, data: JsonValue, options: PublishOptions = {}): Promise<{ id: string }> {
     if (data === undefined) throw new TypeError('data is required');
-    const reply = await this.request('publish', (tenantId) => ({ topic: topicOf(tenantId, channel), data, ...(options.idempotencyKey !== undefined && { idempotency_key: options.idempotencyKey }) }), { topic: channel });
+    const key = options.idempotencyKey === false ? undefined : (options.idempotencyKey ?? newIdempotencyKey());
+    const build = (tenantId: string) => ({ topic: topicOf(tenantId, channel), data, ...(key !== undefined && { idempotency_key: key }) });
+    const reply = await this.request('publish', build, { topic: channel, resend: key !== undefined });
     return { id: (reply as { id: string }).id };
   }
 
@@ -135,6 +146,20 @@ export class RelayClient {
   async presence(channel: string): Promise<PresenceMember[]> {
     const reply = await this.request('presence', (tenantId) => ({ topic: topicOf(tenantId, channel) }), { topic: channel });
     return (reply as { members?: PresenceMember[] }).members ?? [];
+  }
+
+  /**
+   * A page of the channel's history over REST (`GET /api/v1/channels/{c}/messages`
+   * on the gateway), oldest first, with `epoch` and, given `after`,
+   * `recovered`. To go on live from it: `subscribe(channel, { after: last id, epoch })`.
+   */
+  async history(channel: string, options: HistoryOptions = {}): Promise<HistoryPage> {
+    if (this.stateValue === 'closed') throw new RelayClientError('closed', 'the client is closed', { frame: 'history' });
+    const reusable = this.lastToken !== undefined && this.identity !== undefined && this.identity.expiresAt * 1000 - this.now() > TOKEN_REUSE_MARGIN_MS;
+    const token = reusable ? this.lastToken! : await this.token('history');
+    const tenantId = this.identity?.tenantId ?? tenantOfToken(token) ?? '';
+    const fetchImpl = this.opts.fetch ?? globalThis.fetch.bind(globalThis);
+    return fetchHistory({ base: this.opts.restUrl?.replace(/\/+$/, '') ?? restBaseOf(this.opts.url), token, tenantId, channel, fetch: fetchImpl, timeoutMs: this.opts.requestTimeoutMs ?? 10_000 }, options);
   }
 
   /** Closes for good: no reconnect; pending requests and subscribes fail with `closed`. */
@@ -151,16 +176,30 @@ export class RelayClient {
     this.emitter.emit('state', state);
   }
 
+  /** A token from getToken, checked; the failure is a `token_provider_failed`. */
+  private async token(what: string): Promise<string> {
+    let token: unknown;
+    try {
+      token = await this.opts.getToken();
+    } catch (err) {
+      throw new RelayClientError('token_provider_failed', 'getToken failed', { frame: what, cause: err });
+    }
+    if (typeof token !== 'string' || token.length === 0) {
+      throw new RelayClientError('token_provider_failed', 'getToken failed', { frame: what, cause: new TypeError('getToken must resolve to a non-empty string') });
+    }
+    this.lastToken = token;
+    return token;
+  }
+
   private async openConnection(reconnecting: boolean): Promise<void> {
     this.reconnectTimer = undefined;
     this.setState(reconnecting ? 'reconnecting' : 'connecting');
     let token: string;
     try {
-      token = await this.opts.getToken();
-      if (typeof token !== 'string' || token.length === 0) throw new TypeError('getToken must resolve to a non-empty string');
+      token = await this.token('connect');
     } catch (err) {
       if (this.stateValue === 'closed') return;
-      const error = new RelayClientError('token_provider_failed', 'getToken failed', { cause: err });
+      const error = new RelayClientError('token_provider_failed', 'getToken failed', { cause: (err as RelayClientError).details.cause });
       // After the server refused the token, a host that cannot give a new one means stop (PROTOCOL.md 4401).
       if (this.authRefusals > 0) return this.finish(error);
       this.emitter.emit('error', error);
@@ -182,68 +221,45 @@ export class RelayClient {
       conn.status ??= refusalStatus(event);
     };
     ws.onclose = (event) => this.onClosed(conn, event.code, event.reason);
-    this.after(conn, this.opts.connectTimeoutMs ?? 15_000, () => {
+    conn.after(this.opts.connectTimeoutMs ?? 15_000, () => {
       if (!conn.ready) this.drop(conn, 'no ready in time');
     });
   }
 
   private newConnection(ws: WebSocketLike): Connection {
-    const conn: Connection = {
-      ws,
-      ready: false,
-      retryAfterMs: undefined,
-      status: undefined,
-      timers: new Set(),
-      pongTimer: undefined,
-      refresh: new TokenRefresh({
-        getToken: () => this.opts.getToken(),
-        sendAuth: async (token) => {
-          await this.request('auth', () => ({ token }), { queue: false });
-        },
-        emitError: (error) => this.emitter.emit('error', error),
-        after: (ms, fn) => this.after(conn, ms, fn),
-        cancel: (timer) => {
-          clearTimeout(timer);
-          conn.timers.delete(timer);
-        },
-        current: () => this.conn === conn,
-        now: this.now,
-        random: this.random,
-      }),
-    };
+    const conn = new Connection(ws);
+    conn.refresh = new TokenRefresh({
+      getToken: async () => {
+        const token = await this.opts.getToken();
+        if (typeof token === 'string' && token.length > 0) this.lastToken = token;
+        return token;
+      },
+      sendAuth: async (token) => {
+        await this.request('auth', () => ({ token }), { queue: false });
+      },
+      emitError: (error) => this.emitter.emit('error', error),
+      after: (ms, fn) => conn.after(ms, fn),
+      cancel: (timer) => conn.cancel(timer),
+      current: () => this.conn === conn,
+      now: this.now,
+      random: this.random,
+    });
     return conn;
-  }
-
-  private after(conn: Connection, ms: number, fn: () => void): Timer {
-    // setTimeout fires at once past 2^31-1 ms (a token valid for more than 24 days).
-    const t = setTimeout(() => {
-      conn.timers.delete(t);
-      fn();
-    }, Math.min(ms, MAX_TIMER_MS));
-    conn.timers.add(t);
-    return t;
   }
 
   /** Gives up on a connection that does not answer: stops listening to it and treats it as dropped (1006). */
   private drop(conn: Connection, why: string): void {
     if (this.conn !== conn) return;
-    conn.ws.onclose = null;
-    conn.ws.onmessage = null;
-    try {
-      conn.ws.close(4000, why);
-    } catch {
-      // Already closing.
-    }
+    conn.end({ code: 4000, reason: why });
     this.onClosed(conn, 1006, why);
   }
 
   private onClosed(conn: Connection, code: number, reason: string): void {
     if (this.conn !== conn) return;
     this.conn = undefined;
-    for (const t of conn.timers) clearTimeout(t);
-    clearTimeout(conn.pongTimer);
+    conn.end();
     this.requests.failSent(code);
-    for (const sub of this.subs.values()) sub.ref = undefined;
+    this.subs.connectionLost();
     if (this.stateValue === 'closed') return;
     if (this.opts.reconnect === false) {
       this.emitter.emit('disconnected', { code, reason, willReconnect: false });
@@ -289,21 +305,11 @@ export class RelayClient {
     const conn = this.conn;
     this.conn = undefined;
     clearTimeout(this.reconnectTimer);
-    if (conn) {
-      for (const t of conn.timers) clearTimeout(t);
-      clearTimeout(conn.pongTimer);
-      conn.ws.onclose = null;
-      conn.ws.onmessage = null;
-      try {
-        conn.ws.close(1000, 'client closed');
-      } catch {
-        // Not open yet or already closing.
-      }
-    }
+    conn?.end({ code: 1000, reason: 'client closed' });
     this.setState('closed');
     const failure = () => error ?? new RelayClientError('closed', 'the client was closed');
     this.requests.failAll(failure);
-    for (const sub of this.subs.values()) sub.fail(failure());
+    this.subs.failAll(failure);
     for (const w of this.connectWaiters.splice(0)) w.reject(failure());
     if (error) this.emitter.emit('error', error);
   }
@@ -312,32 +318,15 @@ export class RelayClient {
 
   private onData(conn: Connection, data: unknown): void {
     if (this.conn !== conn) return;
-    // Any frame proves the connection is alive.
-    clearTimeout(conn.pongTimer);
-    conn.pongTimer = undefined;
+    conn.heard();
     const frame = parseServerFrame(data);
     if (!frame) return this.emitter.emit('error', new RelayClientError('protocol_error', 'a frame that is not a JSON object with a type'));
     if (frame.type !== 'batch') return this.onFrame(conn, frame);
     // Several frames of one server tick, in order: each handled as if it had come alone.
-    if (!Array.isArray(frame.frames)) return this.emitter.emit('error', new RelayClientError('protocol_error', 'a batch frame without a frames array'));
-    // A compact batch names one topic; its messages of that topic come as their members after `topic` only.
-    const topic = typeof frame.topic === 'string' ? frame.topic : undefined;
-    for (const inner of frame.frames) {
+    for (const inner of unbatch(frame)) {
       if (this.conn !== conn) return;
-      if (typeof inner !== 'object' || inner === null || Array.isArray(inner)) {
-        this.emitter.emit('error', new RelayClientError('protocol_error', 'a batch frame holding something other than frames'));
-        continue;
-      }
-      const type = (inner as { type?: unknown }).type;
-      if (type === undefined && topic !== undefined) {
-        this.onFrame(conn, { ...(inner as object), type: 'message', topic } as ServerFrame);
-        continue;
-      }
-      if (typeof type !== 'string' || type === 'batch') {
-        this.emitter.emit('error', new RelayClientError('protocol_error', 'a batch frame holding something other than frames'));
-        continue;
-      }
-      this.onFrame(conn, inner as ServerFrame);
+      if (inner instanceof RelayClientError) this.emitter.emit('error', inner);
+      else this.onFrame(conn, inner);
     }
   }
 
@@ -346,9 +335,9 @@ export class RelayClient {
       case 'ready':
         return this.onReady(conn, frame);
       case 'subscribed':
-        return this.onSubscribed(frame);
+        return this.subs.onSubscribed(frame);
       case 'message':
-        return this.onMessage(frame);
+        return this.subs.onMessage(frame);
       case 'authenticated':
         if (this.identity) this.identity = { ...this.identity, expiresAt: frame.expires_at };
         conn.refresh.schedule(frame.expires_at);
@@ -357,7 +346,7 @@ export class RelayClient {
         return;
       case 'join':
       case 'leave':
-        return this.emitter.emit(frame.type, { channel: channelOf(frame.topic), topic: frame.topic, member: frame.member });
+        return this.subs.onPresence(frame);
       case 'error':
         return this.onError(frame);
       case 'presence':
@@ -376,121 +365,47 @@ export class RelayClient {
     this.identity = { tenantId: frame.tenant_id, userId: frame.user_id, expiresAt: frame.expires_at };
     this.authRefusals = 0;
     this.blindFailuresAfterAuth = 0;
-    this.after(conn, STABLE_AFTER_MS, () => {
+    conn.after(STABLE_AFTER_MS, () => {
       this.attempt = 0;
       this.policyCloses = 0;
     });
     this.setState('open');
     conn.refresh.schedule(frame.expires_at);
-    this.schedulePing(conn);
-    for (const sub of this.subs.values()) this.sendSubscribe(sub);
+    conn.schedulePing(this.opts.pingIntervalMs ?? 25_000, this.opts.pingTimeoutMs ?? 10_000, () => `ping${this.now()}`, () => this.drop(conn, 'ping timeout'));
+    this.subs.renewAll();
     for (const [ref, req] of this.requests.unsent()) {
       req.sent = true;
-      this.send(conn, { type: req.type, ...req.build(frame.tenant_id), ref });
+      conn.send({ type: req.type, ...req.build(frame.tenant_id), ref });
     }
     this.emitter.emit('ready', { ...this.identity, reconnected });
     for (const w of this.connectWaiters.splice(0)) w.resolve();
   }
 
-  private send(conn: Connection, frame: Record<string, unknown>): void {
-    if (conn.ws.readyState === OPEN) conn.ws.send(JSON.stringify(frame));
-  }
-
-  private request(type: string, build: (tenantId: string) => Record<string, unknown>, o: { topic?: string; queue?: boolean }): Promise<ServerFrame> {
+  private request(type: string, build: (tenantId: string) => Record<string, unknown>, o: { topic?: string; queue?: boolean; resend?: boolean }): Promise<ServerFrame> {
     if (this.stateValue === 'closed') return Promise.reject(new RelayClientError('closed', 'the client is closed', { frame: type }));
     const conn = this.conn;
     if (o.queue === false && !conn?.ready) return Promise.reject(new RelayClientError('connection_lost', 'not connected', { frame: type }));
     return new Promise((resolve, reject) => {
-      const { ref, entry } = this.requests.add({ build, type, ...(o.topic !== undefined && { topic: o.topic }), resolve, reject }, this.opts.requestTimeoutMs ?? 10_000);
+      const req = { build, type, ...(o.topic !== undefined && { topic: o.topic }), ...(o.resend && { resend: true }), resolve, reject };
+      const { ref, entry } = this.requests.add(req, this.opts.requestTimeoutMs ?? 10_000);
       if (conn?.ready && this.identity) {
         entry.sent = true;
-        this.send(conn, { type, ...build(this.identity.tenantId), ref });
+        conn.send({ type, ...build(this.identity.tenantId), ref });
       } else if (this.stateValue === 'idle') {
         void this.connect().catch(() => {});
       }
     });
   }
 
-  private sendSubscribe(sub: Subscription): void {
-    const conn = this.conn;
-    if (!conn?.ready || !this.identity) return;
-    sub.ref = `s${sub.channel}:${this.now()}:${Math.floor(this.random() * 1e9)}`;
-    this.send(conn, sub.frame(topicOf(this.identity.tenantId, sub.channel), sub.ref));
-  }
-
-  private subscriptionByRef(ref: unknown): Subscription | undefined {
-    if (typeof ref !== 'string') return undefined;
-    for (const sub of this.subs.values()) if (sub.ref === ref) return sub;
-    return undefined;
-  }
-
-  private onSubscribed(frame: Extract<ServerFrame, { type: 'subscribed' }>): void {
-    const sub = this.subscriptionByRef(frame.ref) ?? this.subs.get(channelOf(frame.topic));
-    if (!sub) return;
-    const info = sub.confirm(frame);
-    this.emitter.emit('subscribed', info);
-    if (frame.recovered === false) this.emitter.emit('gap', { channel: sub.channel, topic: frame.topic, reason: frame.reason ?? 'history_lost' });
-    sub.settle(info);
-  }
-
-  private onMessage(frame: Extract<ServerFrame, { type: 'message' }>): void {
-    const channel = channelOf(frame.topic);
-    const sub = this.subs.get(channel);
-    if (!sub || !sub.seen.admit(frame.id)) return;
-    this.emitter.emit('message', {
-      channel,
-      topic: frame.topic,
-      id: frame.id,
-      userId: frame.user_id,
-      from: frame.from === 'server' || frame.user_id === null ? 'server' : 'user',
-      data: frame.data,
-      createdAt: frame.created_at,
-    });
-  }
-
   private onError(frame: Extract<ServerFrame, { type: 'error' }>): void {
     if (this.requests.settle(frame)) return;
-    const sub = this.subscriptionByRef(frame.ref);
-    if (sub) return this.onSubscribeRefused(sub, errorFromFrame(frame, { frame: 'subscribe', topic: sub.channel }));
+    if (this.subs.onError(frame)) return;
     // A ping answered by a server without `pong` still proves the connection is alive.
     if (typeof frame.ref === 'string' && frame.ref.startsWith('ping') && frame.code === 'invalid_frame') return;
     const error = errorFromFrame(frame, {});
     // Sent just before a close (4429 too_many_connections): the next attempt waits at least this long.
     if (error.details.retryAfterMs !== undefined && this.conn) this.conn.retryAfterMs = error.details.retryAfterMs;
     this.emitter.emit('error', error);
-  }
-
-  /** A subscribe (first or renewed) refused: transient codes are retried, the rest end the subscription. */
-  private onSubscribeRefused(sub: Subscription, error: RelayClientError): void {
-    const code = error.code;
-    sub.ref = undefined;
-    const conn = this.conn;
-    if ((code === 'unavailable' || code === 'internal') && conn) {
-      if (sub.retries++ < SUBSCRIBE_RETRIES) {
-        this.after(conn, backoffDelay(sub.retries, {}, this.random), () => this.sendSubscribe(sub));
-        return;
-      }
-      // This instance keeps failing: another may be healthy (PROTOCOL.md `unavailable`).
-      sub.retries = 0;
-      return this.drop(conn, 'subscribe keeps failing');
-    }
-    this.subs.delete(sub.channel);
-    if (sub.waiting) sub.fail(error);
-    else this.emitter.emit('error', error);
-  }
-
-  // ---- keeping the connection authenticated and alive ----
-
-  private schedulePing(conn: Connection): void {
-    const interval = this.opts.pingIntervalMs ?? 25_000;
-    if (interval <= 0) return;
-    this.after(conn, interval, () => {
-      if (this.conn !== conn) return;
-      this.send(conn, { type: 'ping', ref: `ping${this.now()}` });
-      // Armed by the first unanswered ping, cleared by any frame: later pings do not push it back.
-      conn.pongTimer ??= setTimeout(() => this.drop(conn, 'ping timeout'), this.opts.pingTimeoutMs ?? 10_000);
-      this.schedulePing(conn);
-    });
   }
 
   private reportListenerError(err: unknown): void {

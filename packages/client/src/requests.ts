@@ -12,27 +12,33 @@ export interface PendingRequest {
   reject: (err: RelayClientError) => void;
   timer: Timer | undefined;
   sent: boolean;
+  /** Sent on some connection before (it may have taken effect). */
+  everSent?: boolean;
+  /** Safe to send again (a publish with an idempotency key): a lost connection re-queues it instead of failing it. */
+  resend?: boolean;
 }
 
 /**
  * Requests waiting for their reply, by `ref`. A request made while no
  * connection is ready waits (within its timeout) and is sent on the next one;
  * a request already sent when its connection ends fails with
- * `connection_lost`, because it may or may not have taken effect.
+ * `connection_lost`, because it may or may not have taken effect, unless it
+ * is safe to send again (`resend`): then it waits for the next connection.
  */
 export class RequestTable {
   private readonly pending = new Map<string, PendingRequest>();
   private counter = 0;
 
-  add(req: Omit<PendingRequest, 'timer' | 'sent'>, timeoutMs: number): { ref: string; entry: PendingRequest } {
+  add(req: Omit<PendingRequest, 'timer' | 'sent' | 'everSent'>, timeoutMs: number): { ref: string; entry: PendingRequest } {
     const ref = `c${++this.counter}`;
     const entry: PendingRequest = { ...req, sent: false, timer: undefined };
     if (timeoutMs > 0) {
       entry.timer = setTimeout(() => {
         if (this.pending.get(ref) !== entry) return;
         this.pending.delete(ref);
-        const what = entry.sent ? `no answer to ${req.type}` : `no connection to send ${req.type} on`;
-        entry.reject(new RelayClientError('timeout', `${what} within ${timeoutMs} ms`, { frame: req.type, sent: entry.sent, ...(req.topic !== undefined && { topic: req.topic }) }));
+        const sent = entry.sent || entry.everSent === true;
+        const what = sent ? `no answer to ${req.type}` : `no connection to send ${req.type} on`;
+        entry.reject(new RelayClientError('timeout', `${what} within ${timeoutMs} ms`, { frame: req.type, sent, ...(req.topic !== undefined && { topic: req.topic }) }));
       }, timeoutMs);
     }
     this.pending.set(ref, entry);
@@ -78,10 +84,15 @@ export class RequestTable {
     return false;
   }
 
-  /** Fails the requests that were sent on a connection that ended; unsent ones keep waiting. */
+  /** Fails the requests that were sent on a connection that ended (re-queues those safe to resend); unsent ones keep waiting. */
   failSent(closeCode: number): void {
     for (const [ref, entry] of [...this.pending]) {
       if (!entry.sent) continue;
+      if (entry.resend) {
+        entry.sent = false;
+        entry.everSent = true;
+        continue;
+      }
       this.pending.delete(ref);
       clearTimeout(entry.timer);
       entry.reject(new RelayClientError('connection_lost', `the connection closed (${closeCode}) before ${entry.type} was answered`, { frame: entry.type, closeCode, ...(entry.topic !== undefined && { topic: entry.topic }) }));

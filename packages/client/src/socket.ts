@@ -16,11 +16,18 @@ export type WebSocketConstructor = new (url: string) => WebSocketLike;
 
 export const OPEN = 1;
 
-/** The option, else the global `WebSocket` (browsers, Node 22+); Node 20 must pass `ws`. */
+let fallback: unknown;
+
+/** The Node entry (node.ts) sets the `ws` package's WebSocket here when Node has no global one. */
+export function setFallbackWebSocket(impl: unknown): void {
+  fallback = impl;
+}
+
+/** The option, else the global `WebSocket` (browsers, Node 22+), else (Node 20) the `ws` package when it is installed. */
 export function resolveWebSocket(option: unknown): WebSocketConstructor {
-  const impl = option ?? (globalThis as { WebSocket?: unknown }).WebSocket;
+  const impl = option ?? (globalThis as { WebSocket?: unknown }).WebSocket ?? fallback;
   if (typeof impl !== 'function') {
-    throw new TypeError('no WebSocket implementation: pass one, e.g. createRelayClient({ WebSocket }) with `import { WebSocket } from "ws"` on Node 20');
+    throw new TypeError('no WebSocket implementation: on Node 20 install the `ws` package (npm install ws), or pass one: createRelayClient({ WebSocket })');
   }
   return impl as WebSocketConstructor;
 }

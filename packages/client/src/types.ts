@@ -19,6 +19,10 @@ export interface RelayClientOptions {
   requestTimeoutMs?: number;
   /** A connection without `ready` this long after it was opened is dropped and retried (default 15 000 ms). */
   connectTimeoutMs?: number;
+  /** The REST origin for `history()`; default the origin of `url` (`wss://relay.example.com/ws` → `https://relay.example.com`). */
+  restUrl?: string;
+  /** The fetch `history()` uses; default the global one. */
+  fetch?: typeof fetch;
   /** Jitter source (tests). */
   random?: () => number;
   /** Clock in milliseconds (tests). */
@@ -90,5 +94,56 @@ export interface RelayClientEvents {
   token_refreshed: { expiresAt: number };
   disconnected: Disconnected;
   /** Failures no promise reports: a refresh refused, a resubscribe refused, the client giving up. */
+  error: RelayClientError;
+}
+
+export interface PublishOptions {
+  /**
+   * Makes a retry safe: the server stores one message per key and channel
+   * (within IDEMPOTENCY_WINDOW_S) and answers a repeat with the first id.
+   * Default: a fresh random key, so the client re-sends a publish whose
+   * connection dropped before the answer, on the next connection, and it is
+   * stored once. `false`: no key, and a publish whose connection dropped
+   * fails with `connection_lost` (it may or may not have been stored).
+   */
+  idempotencyKey?: string | false;
+}
+
+export interface HistoryOptions {
+  /** Only messages after this id (`0-0`: from the start); without it, the latest `limit`. */
+  after?: string;
+  /** The epoch you were last told for `after` (checked: a different one answers `recovered: false`). */
+  epoch?: string;
+  /** 1..100; default 50. */
+  limit?: number;
+}
+
+/** A page of REST history, oldest first (docs/API.md "Epochs and recovery"). */
+export interface HistoryPage {
+  channel: string;
+  messages: RelayMessage[];
+  /** The channel's epoch: pass it with the last id as `after` to `subscribe` to go on live with no gap. */
+  epoch: string;
+  /** With `after`: false means messages after it are gone (`reason` says why); reload from your source of truth. */
+  recovered?: boolean;
+  reason?: RecoveryReason;
+}
+
+/** Where a channel object is: `subscribing` also while the client reconnects and renews it. */
+export type ChannelState = 'unsubscribed' | 'subscribing' | 'subscribed';
+
+export interface ChannelPresenceEvent {
+  action: 'join' | 'leave';
+  member: PresenceMember;
+}
+
+/** The events of one channel (`client.channel(name).on(…)`). */
+export interface ChannelEvents {
+  message: RelayMessage;
+  presence: ChannelPresenceEvent;
+  state: ChannelState;
+  subscribed: Subscribed;
+  gap: Gap;
+  /** This channel's subscription was refused (it is not kept). */
   error: RelayClientError;
 }

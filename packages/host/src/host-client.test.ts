@@ -5,7 +5,7 @@ import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // A test may start a service in-process; the package itself never imports one.
 import { startTestRegistry, type TestRegistry } from '../../../services/tenant-registry/src/testing/test-registry';
-import { createHostClient, HostClientError, parseRetryAfter, type HostClient } from './index';
+import { createHostClient, HostClientError, parseRetryAfter, type HostClient } from './index.js';
 
 interface Created {
   tenant_id: string;
@@ -99,11 +99,53 @@ describe('host client against a real registry', () => {
     expect(payload.cap).toEqual(cap);
   });
 
-  it('refuses misuse with a TypeError before any fetch', async () => {
-    const c = client();
-    await expect(c.signUserToken('not-a-uuid', { ttlSeconds: 60 })).rejects.toBeInstanceOf(TypeError);
-    await expect(c.signUserToken(randomUUID(), { ttlSeconds: 0 })).rejects.toBeInstanceOf(TypeError);
-    expect(() => createHostClient({ baseUrl: 'nope', tenantId: 'x', clientId: 'y', clientSecret: 'z' })).toThrow(TypeError);
+  it('refuses misuse of createHostClient with a TypeError', () => {
+    expect(() => createHostClient({ baseUrl: 'nope', tenantId: randomUUID(), clientId: 'y', clientSecret: 'z' })).toThrow(TypeError);
+    // kid == tenant_id, a lowercase UUID as issued: anything else would sign tokens the verifier refuses (bad_tenant_id).
+    expect(() => createHostClient({ baseUrl: reg.baseUrl, tenantId: 'x', clientId: 'y', clientSecret: 'z' })).toThrow(/lowercase UUID/);
+    expect(() => createHostClient({ baseUrl: reg.baseUrl, tenantId: randomUUID().toUpperCase(), clientId: 'y', clientSecret: 'z' })).toThrow(TypeError);
+    expect(() => createHostClient({ baseUrl: reg.baseUrl, tenantId: randomUUID(), clientId: 'y', clientSecret: 'z', maxTokenLifetimeSeconds: 0 })).toThrow(TypeError);
+  });
+
+  it('signUserToken(userId) works with no options: one hour, no cap', async () => {
+    const token = await client().signUserToken(randomUUID());
+    const { payload } = await jwtVerify(token, key(await rawSecret(reg, tenant)));
+    expect(payload.exp! - payload.iat!).toBe(3600);
+    expect(payload.cap).toBeUndefined();
+  });
+
+  it('refuses to sign what the relay would refuse, naming the rule, before any fetch', async () => {
+    const fetchSpy = vi.fn(globalThis.fetch);
+    const c = client({ fetch: fetchSpy });
+    const c10 = client({ fetch: fetchSpy, maxTokenLifetimeSeconds: 600 });
+    const cases: [Promise<string>, string, RegExp][] = [
+      [c.signUserToken('alice'), 'bad_user_id', /UUID/],
+      [c.signUserToken(randomUUID(), { ttlSeconds: 0 }), 'bad_ttl', /positive integer/],
+      [c.signUserToken(randomUUID(), { ttlSeconds: 1.5 }), 'bad_ttl', /positive integer/],
+      // Two days: over the default 86 400 s.
+      [c.signUserToken(randomUUID(), { ttlSeconds: 172_800 }), 'lifetime_too_long', /172800 is over .* 86400 s/],
+      [c10.signUserToken(randomUUID(), { ttlSeconds: 601 }), 'lifetime_too_long', /601 is over .* 600 s/],
+      [c.signUserToken(randomUUID(), { cap: { '*': ['subscribe'] } }), 'bad_cap', /bare "\*" is refused/],
+      [c.signUserToken(randomUUID(), { cap: { 'a*b': ['subscribe'] } }), 'bad_cap', /pattern "a\*b"/],
+      [c.signUserToken(randomUUID(), { cap: { lobby: [] } }), 'bad_cap', /non-empty array/],
+      [c.signUserToken(randomUUID(), { cap: { lobby: ['read' as 'publish'] } }), 'bad_cap', /non-empty array of subscribe/],
+      [c.signUserToken(randomUUID(), { cap: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`c${i}`, ['publish']])) }), 'bad_cap', /at most 64/],
+    ];
+    for (const [p, rule, message] of cases) {
+      const err = await caught(p);
+      expect(err).toMatchObject({ code: 'token_rule', rule });
+      expect(err.message).toMatch(message);
+      expect(err.message).toContain(rule);
+    }
+    expect(fetchSpy).not.toHaveBeenCalled();
+    // The limits themselves are allowed: the longest lifetime, 64 patterns, an empty cap (no channel at all).
+    const ok = [
+      await c.signUserToken(randomUUID(), { ttlSeconds: 86_400 }),
+      await c10.signUserToken(randomUUID(), { ttlSeconds: 600 }),
+      await c.signUserToken(randomUUID(), { cap: Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`c${i}*`, ['publish']])) }),
+      await c.signUserToken(randomUUID(), { cap: {} }),
+    ];
+    expect(ok).toHaveLength(4);
   });
 
   it('refreshes on demand after a rotation: new tokens use the new primary, old and new both verify until expire_previous', async () => {
@@ -161,15 +203,52 @@ describe('host client against a real registry', () => {
   it('a failed background refresh is reported and the cached secret stays in use', async () => {
     const t = (await (await reg.admin('POST', '/admin/tenants')).json()) as Created;
     const onRefreshError = vi.fn();
-    const c = client({ tenantId: t.tenant_id, clientId: t.host_sync_client_id, clientSecret: t.host_sync_client_secret, refreshIntervalMs: 100, onRefreshError });
+    let answer: 'relay' | 'down' = 'relay';
+    const flaky: typeof fetch = (input, init) => (answer === 'relay' ? fetch(input, init) : Promise.reject(new TypeError('fetch failed')));
+    const c = client({ tenantId: t.tenant_id, clientId: t.host_sync_client_id, clientSecret: t.host_sync_client_secret, refreshIntervalMs: 100, onRefreshError, fetch: flaky });
     await c.refresh();
-    // A new host-sync secret makes the old one dead: the next background fetch is refused.
-    const next = (await (await reg.admin('POST', `/admin/tenants/${t.tenant_id}/host_sync/rotate`)).json()) as Created;
+    answer = 'down';
     await vi.waitFor(() => expect(onRefreshError).toHaveBeenCalled(), { timeout: 5000, interval: 20 });
-    expect((onRefreshError.mock.calls[0]![0] as HostClientError).code).toBe('invalid_credentials');
+    expect((onRefreshError.mock.calls[0]![0] as HostClientError).code).toBe('unavailable');
     const token = await c.signUserToken(randomUUID(), { ttlSeconds: 60 });
-    // The JWT secret did not change, so the token the host still signs verifies.
-    await expect(jwtVerify(token, key(await rawSecret(reg, { ...t, host_sync_client_secret: next.host_sync_client_secret })))).resolves.toBeTruthy();
+    await expect(jwtVerify(token, key(await rawSecret(reg, t)))).resolves.toBeTruthy();
+  });
+
+  it('after revoke_all the host learns it (onCredentialsRejected), stops signing with the dead secret, and takes the new credential while running', async () => {
+    const t = (await (await reg.admin('POST', '/admin/tenants')).json()) as Created;
+    const rejected: HostClientError[] = [];
+    const c = client({ tenantId: t.tenant_id, clientId: t.host_sync_client_id, clientSecret: t.host_sync_client_secret, onCredentialsRejected: (e) => rejected.push(e) });
+    const before = await c.signUserToken(randomUUID());
+    const revoked = await reg.admin('POST', `/admin/tenants/${t.tenant_id}/jwt_secret/revoke_all`);
+    expect(revoked.status).toBe(200);
+    const next = (await revoked.json()) as Created;
+    // The next call with the old credential (a server API call here; a refresh alike) is refused and the cached secret dropped.
+    expect((await caught(c.publish('news', 1))).code).toBe('invalid_credentials');
+    expect(rejected.map((e) => e.code)).toEqual(['invalid_credentials']);
+    expect(c.fetchedAt).toBeUndefined();
+    expect((await caught(c.signUserToken(randomUUID()))).code).toBe('invalid_credentials');
+    expect(rejected).toHaveLength(2);
+
+    expect(await c.setCredentials({ clientSecret: next.host_sync_client_secret })).toMatchObject({ changed: true });
+    const after = await c.signUserToken(randomUUID());
+    const secret = await rawSecret(reg, next);
+    await expect(jwtVerify(after, key(secret))).resolves.toBeTruthy();
+    await expect(jwtVerify(before, key(secret))).rejects.toThrow();
+    expect((await c.refresh()).changed).toBe(false);
+    await expect(c.setCredentials({ clientSecret: '' })).rejects.toBeInstanceOf(TypeError);
+  });
+
+  it('after rotate-host-sync the background refresh reports invalid_credentials to both callbacks', async () => {
+    const t = (await (await reg.admin('POST', '/admin/tenants')).json()) as Created;
+    const onRefreshError = vi.fn();
+    const onCredentialsRejected = vi.fn();
+    const c = client({ tenantId: t.tenant_id, clientId: t.host_sync_client_id, clientSecret: t.host_sync_client_secret, refreshIntervalMs: 100, onRefreshError, onCredentialsRejected });
+    await c.refresh();
+    const next = (await (await reg.admin('POST', `/admin/tenants/${t.tenant_id}/host_sync/rotate`)).json()) as Created;
+    await vi.waitFor(() => expect(onCredentialsRejected).toHaveBeenCalled(), { timeout: 5000, interval: 20 });
+    expect((onRefreshError.mock.calls[0]![0] as HostClientError).code).toBe('invalid_credentials');
+    expect((await c.setCredentials({ clientId: next.host_sync_client_id, clientSecret: next.host_sync_client_secret })).changed).toBe(false);
+    await expect(jwtVerify(await c.signUserToken(randomUUID()), key(await rawSecret(reg, next)))).resolves.toBeTruthy();
   });
 
   it('past the failure limit a fetch is rate_limited with the Retry-After seconds', async () => {

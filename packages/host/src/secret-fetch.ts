@@ -1,4 +1,4 @@
-import { HostClientError } from './host-client-error';
+import { HostClientError } from './host-client-error.js';
 
 /** The contract's fixed issuer and audience. */
 export const RELAY_ISSUER = 'service-relay';
@@ -26,7 +26,7 @@ const MIN_SECRET_LENGTH = 43;
 /** POST {baseUrl}/api/host/tenants/{tenant}/jwt_secret/fetch with HTTP Basic; every failure is a HostClientError. */
 export async function fetchSigningSecret(o: SecretFetchOptions): Promise<FetchedSecret> {
   const url = `${o.baseUrl.replace(/\/+$/, '')}/api/host/tenants/${encodeURIComponent(o.tenantId)}/jwt_secret/fetch`;
-  const authorization = `Basic ${Buffer.from(`${o.clientId}:${o.clientSecret}`, 'utf8').toString('base64')}`;
+  const authorization = basicAuth(o.clientId, o.clientSecret);
   let res: Response;
   let text: string;
   try {
@@ -47,6 +47,13 @@ export async function fetchSigningSecret(o: SecretFetchOptions): Promise<Fetched
   const secret = parseBody(text, o.tenantId);
   if (secret === undefined) throw new HostClientError('invalid_response', 'secret fetch: the answer is not the contract shape', { status: 200 });
   return { secret, etag: res.headers.get('etag') ?? undefined };
+}
+
+/** `Basic base64(utf8(id:secret))` without Node's Buffer (the package runs wherever fetch and WebCrypto do). */
+export function basicAuth(clientId: string, clientSecret: string): string {
+  let binary = '';
+  for (const byte of new TextEncoder().encode(`${clientId}:${clientSecret}`)) binary += String.fromCharCode(byte);
+  return `Basic ${btoa(binary)}`;
 }
 
 function parseBody(text: string, tenantId: string): string | undefined {

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // A test may start a service in-process; the package itself never imports one.
 import { startTestRegistry, type TestRegistry } from '../../../services/tenant-registry/src/testing/test-registry';
-import { createHostClient, HostClientError, type HostClient } from './index';
+import { createHostClient, HostClientError, type HostClient } from './index.js';
 
 interface Created {
   tenant_id: string;

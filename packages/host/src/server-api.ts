@@ -1,6 +1,6 @@
-import { HostClientError } from './host-client-error';
-import { parseRetryAfter } from './secret-fetch';
-import type { JsonValue } from './user-token';
+import { HostClientError } from './host-client-error.js';
+import { basicAuth, parseRetryAfter } from './secret-fetch.js';
+import type { JsonValue } from './user-token.js';
 
 /** A message the host server published: it has no user. */
 export interface ServerMessage {
@@ -39,7 +39,7 @@ export interface ServerApiOptions {
  */
 export async function callServerApi(o: ServerApiOptions, method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
   const url = `${o.baseUrl.replace(/\/+$/, '')}/api/host/tenants/${encodeURIComponent(o.tenantId)}/${path}`;
-  const authorization = `Basic ${Buffer.from(`${o.clientId}:${o.clientSecret}`, 'utf8').toString('base64')}`;
+  const authorization = basicAuth(o.clientId, o.clientSecret);
   const what = `${method} …/${path.split('/')[0]}`;
   let res: Response;
   let text: string;
