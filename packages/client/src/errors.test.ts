@@ -73,13 +73,16 @@ describe('RelayClient errors', () => {
     expect(client.state).toBe('open');
   });
 
-  it('too_many_subscriptions and unavailable', async () => {
+  it('too_many_subscriptions, and a publish on an instance that lost its tenant feed', async () => {
     const { client } = make();
     await client.subscribe('a');
     await client.subscribe('b');
     expect(await codeOf(client.subscribe('c'))).toBe('too_many_subscriptions');
     rt.feed.setCurrent(false);
-    expect(await codeOf(client.publish('a', 1))).toBe('unavailable');
+    // An instance that cannot vouch for its connections closes them 1013 (reconnect elsewhere):
+    // a publish without an idempotency key cannot be resent safely, so it fails at once.
+    expect(await codeOf(client.publish('a', 1, { idempotencyKey: false }))).toBe('connection_lost');
+    expect(client.state).not.toBe('connected');
   });
 
   it('refresh failures are error events and the connection keeps its expiry: invalid token, verifier down, another user', async () => {

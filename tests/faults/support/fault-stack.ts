@@ -16,6 +16,8 @@ export interface FaultStackOptions {
   redisUrl?: () => string;
   /** Services that reach the registry's gRPC port (tenant feed, channel rules) through a BlackholeProxy of their own. */
   feedProxyFor?: ServiceName[];
+  /** Extra environment for every service (e.g. a shorter KEY_CACHE_TTL_S). */
+  serviceEnv?: Record<string, string>;
 }
 
 export interface AdminResult {
@@ -67,9 +69,11 @@ export class FaultStack {
     this.propagationTimeoutMs = opts.propagationTimeoutMs ?? 3000;
     this.redisUrl = opts.redisUrl;
     this.feedProxyFor = opts.feedProxyFor ?? [];
+    this.serviceEnv = opts.serviceEnv ?? {};
   }
 
   private readonly feedProxyFor: ServiceName[];
+  private readonly serviceEnv: Record<string, string>;
 
   private readonly redisUrl: (() => string) | undefined;
 
@@ -102,6 +106,7 @@ export class FaultStack {
       INTERNAL_TOKEN: this.internalToken,
       SECRETS_KEY: this.secretsKey,
       LOG_LEVEL: 'info',
+      ...this.serviceEnv,
     };
     const consumer = { REGISTRY_GRPC_ADDR: registryGrpc, TENANT_LEASE_MS: `${this.leaseMs}` };
     for (const n of this.feedProxyFor) this.feedProxies[n] = await BlackholeProxy.start(registryGrpc);

@@ -98,6 +98,8 @@ describe('WebSocket upgrade authentication', () => {
       close: () => counts.close(),
     };
     const rt2 = await startRealtime({ verifier, tenantConnections: gated });
+    // Verdicts judged on state before any change (a verifier that has not applied the disable yet).
+    verifier.asOfSeq = 0;
     try {
       const { token, identity } = issueToken(verifier);
       const refused = WsTestClient.refusal(rt2.ws, { authorization: `Bearer ${token}` });
@@ -119,6 +121,7 @@ describe('WebSocket upgrade authentication', () => {
       expect(c.frames[0]).toMatchObject({ type: 'ready', tenant_id: other.identity.tenantId });
       await c.close();
     } finally {
+      verifier.asOfSeq = Number.MAX_SAFE_INTEGER;
       await rt2.stop();
     }
   });
