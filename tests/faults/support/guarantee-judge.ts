@@ -11,8 +11,10 @@ export interface Round {
   answer: AdminResult;
   /**
    * disable: every token of the tenant is revoked until `enable` was sent
-   * (endAt); revoke_all: every token signed with a secret of generation
-   * <= revokedGen, for good (endAt undefined).
+   * (endAt): a request sent after the 200 must not be accepted by an answer
+   * given before endAt (one answered later may have been judged on the
+   * enable, rightly); revoke_all: every token signed with a secret of
+   * generation <= revokedGen, for good (endAt undefined).
    */
   revokedGen: number;
   endAt: number | undefined;
@@ -26,17 +28,19 @@ export interface Verdict {
   /** Requests of the tenant that were accepted before the call (the load was real). */
   acceptedBefore: number;
   violations: Map<string, number>;
-  /** A few examples for the failure message. */
+  /** A few examples per kind of violation, for the failure message. */
   examples: string[];
+  perKind: Map<string, number>;
   /** Latest send time (ms after the 200) of a violating request or publish. */
   lastMs: number | undefined;
 }
 
 const revoked = (r: Round, tenantId: string, gen: number) => tenantId === r.tenantId && (r.op === 'disable' || gen <= r.revokedGen);
-const inWindow = (r: Round, at: number) => at > r.answer.answeredAt && (r.endAt === undefined || at < r.endAt);
+/** Sent after the 200 and (disable) answered before enable was sent. */
+const inWindow = (r: Round, sentAt: number, answeredAt: number | undefined) => sentAt > r.answer.answeredAt && (r.endAt === undefined || answeredAt === undefined || answeredAt < r.endAt);
 
 export function emptyVerdict(): Verdict {
-  return { requestsChecked: 0, socketsChecked: 0, publishesChecked: 0, acceptedBefore: 0, violations: new Map(), examples: [], lastMs: undefined };
+  return { requestsChecked: 0, socketsChecked: 0, publishesChecked: 0, acceptedBefore: 0, violations: new Map(), examples: [], perKind: new Map(), lastMs: undefined };
 }
 
 /**
@@ -52,25 +56,29 @@ export function judge(r: Round, load: GuaranteeLoad, into: Verdict = emptyVerdic
   const t0 = r.answer.answeredAt;
   const bad = (what: string, at: number, example: string) => {
     into.violations.set(what, (into.violations.get(what) ?? 0) + 1);
-    if (into.examples.length < 6) into.examples.push(`${r.op}: ${example}`);
+    const shown = into.perKind.get(what) ?? 0;
+    if (shown < 2) {
+      into.perKind.set(what, shown + 1);
+      into.examples.push(`${r.op}: ${example}`);
+    }
     into.lastMs = Math.max(into.lastMs ?? 0, at - t0);
   };
   for (const a of load.attempts) {
     if (a.tenantId !== r.tenantId) continue;
     if (a.sentAt >= r.answer.sentAt - 1000 && a.sentAt < r.answer.sentAt && (a.status === 200 || a.status === 201 || a.status === 101)) into.acceptedBefore++;
-    if (!revoked(r, a.tenantId, a.gen) || !inWindow(r, a.sentAt)) continue;
+    if (!revoked(r, a.tenantId, a.gen) || !inWindow(r, a.sentAt, a.answeredAt)) continue;
     into.requestsChecked++;
     if (a.status === 200 || a.status === 201 || a.status === 101) {
-      bad(`${a.kind} ${a.status}`, a.sentAt, `${a.kind} via ${a.via} (${a.fresh ? 'fresh' : 'reused'} token) sent +${a.sentAt - t0} ms after the 200 answered ${a.status}`);
+      bad(`${a.kind} ${a.status}`, a.sentAt, `${a.kind} via ${a.via} (${a.fresh ? 'fresh' : 'reused'} token) sent +${a.sentAt - t0} ms after the 200 answered ${a.status} at +${a.answeredAt - t0} ms`);
     }
   }
-  const sockets: Array<{ via: string; sentAt: number; s: SocketRecord }> = [
-    ...load.attempts.filter((a): a is Attempt & { socket: SocketRecord } => a.socket !== undefined && revoked(r, a.tenantId, a.gen)).map((a) => ({ via: a.via, sentAt: a.sentAt, s: a.socket })),
-    ...load.live.filter((l) => revoked(r, r.tenantId, l.gen) && l.tenantId === r.tenantId).map((l) => ({ via: `${l.via} (live)`, sentAt: 0, s: l.socket })),
+  const sockets: Array<{ via: string; s: SocketRecord }> = [
+    ...load.attempts.filter((a): a is Attempt & { socket: SocketRecord } => a.socket !== undefined && revoked(r, a.tenantId, a.gen)).map((a) => ({ via: a.via, s: a.socket })),
+    ...load.live.filter((l) => revoked(r, l.tenantId, l.gen)).map((l) => ({ via: `${l.via} (live)`, s: l.socket })),
   ];
-  for (const { via, sentAt, s } of sockets) {
+  for (const { via, s } of sockets) {
     const openAtAnswer = s.upgradedAt <= t0 && (s.closedAt === undefined || s.closedAt > t0);
-    const admittedAfter = s.upgradedAt > t0 && (r.endAt === undefined || sentAt < r.endAt);
+    const admittedAfter = s.upgradedAt > t0 && (r.endAt === undefined || s.upgradedAt < r.endAt);
     if (!openAtAnswer && !admittedAfter) continue;
     into.socketsChecked++;
     const deadline = Math.max(t0, s.upgradedAt) + CLOSE_WITHIN_MS;
@@ -79,7 +87,7 @@ export function judge(r: Round, load: GuaranteeLoad, into: Verdict = emptyVerdic
       bad('socket not closed 4401 within 1 s', deadline, `socket on ${via} open at/after the 200: ${how}`);
     }
     for (const p of s.publishes) {
-      if (!inWindow(r, p.sentAt)) continue;
+      if (!inWindow(r, p.sentAt, p.ackAt)) continue;
       into.publishesChecked++;
       if (p.ackAt !== undefined) bad('ws publish acknowledged', p.sentAt, `publish on ${via} sent +${p.sentAt - t0} ms after the 200 was acknowledged`);
     }

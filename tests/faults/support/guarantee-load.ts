@@ -73,7 +73,7 @@ const REQUEST_TIMEOUT_MS = 5000;
 export class GuaranteeLoad {
   readonly attempts: Attempt[] = [];
   /** Sockets opened by the test itself (the tenant's live connections before a call). */
-  readonly live: Array<{ gen: number; tenantId: string; via: string; socket: SocketRecord }> = [];
+  readonly live: Array<{ gen: number; tenantId: string; via: string; sentAt: number; socket: SocketRecord }> = [];
   /** Loop sockets are not closed by this client before this time (so a close by the server can be seen). */
   holdOpenUntil = 0;
   private stopped = false;
@@ -175,7 +175,7 @@ export class GuaranteeLoad {
     const a: Attempt = { kind: 'upgrade', via, tenantId: this.target.id, gen, fresh: true, sentAt: Date.now(), answeredAt: 0, status: 0 };
     const ws = await this.upgrade(url, token, a);
     if (!ws || a.status !== 101) throw new Error(`live connection on ${via} not opened: ${a.status}`);
-    this.live.push({ gen, tenantId: a.tenantId, via, socket: a.socket! });
+    this.live.push({ gen, tenantId: a.tenantId, via, sentAt: a.sentAt, socket: a.socket! });
     this.liveSockets.add(ws);
     // Publishes until the server closes it (bounded: the test's own deadline).
     void this.holdAndPublish(ws, a.socket!, () => (this.running ? Date.now() + 1000 : 0));
