@@ -106,7 +106,10 @@ describe('faults: no verdict outlives a change it preceded; one of two registrie
       await traffic.stop();
       const after = await leaseLosses(stack);
       // Why a refused request was refused, as the gateways logged it (codes only, no token is ever logged).
-      const why = [stack.services.gateway.logs, stack.services.gateway2.logs].join('\n').split('\n').filter((l) => /upstream (request failed|did not answer)/.test(l) && Date.parse(/"time":"([^"]+)"/.exec(l)?.[1] ?? '') >= killedAt - 100).map((l) => /"code":"([^"]+)"/.exec(l)?.[1] ?? 'timeout');
+      const why = [stack.services.gateway.logs, stack.services.gateway2.logs].join('\n').split('\n').flatMap((l) => {
+        const m = /"msg":"upstream (request failed|did not answer in time)"/.test(l) ? /"time":"([^"]+)".*?(?:"code":"([^"]+)")?/.exec(l) : null;
+        return m && Date.parse(m[1]!) >= killedAt - 100 ? [/"code":"([^"]+)"/.exec(l)?.[1] ?? 'timeout'] : [];
+      });
       console.log(`[faults] two registries, registry1 SIGKILLed: admin on registry2 ${admin.status} in ${admin.ms} ms (victim then ${inForce}) | ${traffic.summary()} | lease losses before ${JSON.stringify(before)} after ${JSON.stringify(after)}${traffic.refusals.length ? ` | refusals at +${traffic.refusals.map((x) => x.at - killedAt).join(', +')} ms after the kill (gateway upstream errors: ${why.join(', ') || 'none logged'})` : ''}`);
       expect(traffic.refusals, 'valid requests refused').toEqual([]);
       expect(after, 'no consumer lost its lease').toEqual(before);
