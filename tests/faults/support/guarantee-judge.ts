@@ -47,9 +47,9 @@ export function emptyVerdict(): Verdict {
  * Applies issue #28's rule to one round whose call answered 200:
  * - no request sent after the 200 with a revoked token is answered 200/201,
  *   and no such upgrade gets a 101;
- * - every socket of a revoked token open at the 200 (or admitted after it)
- *   is closed by the server with 4401 within a second (of the 200, or of
- *   its own upgrade if that came later);
+ * - every socket of a revoked token open when the call was sent, open at
+ *   the 200, or admitted after it is closed by the server with 4401 within
+ *   a second (of the 200, or of its own upgrade if that came later);
  * - no publish sent on such a socket after the 200 is acknowledged.
  */
 export function judge(r: Round, load: GuaranteeLoad, into: Verdict = emptyVerdict()): Verdict {
@@ -77,14 +77,16 @@ export function judge(r: Round, load: GuaranteeLoad, into: Verdict = emptyVerdic
     ...load.live.filter((l) => revoked(r, l.tenantId, l.gen)).map((l) => ({ via: `${l.via} (live)`, s: l.socket })),
   ];
   for (const { via, s } of sockets) {
+    // Open when the call went out (closed since, it must have been by the server, with 4401), open at the 200, or admitted after it.
+    const openAtCall = s.upgradedAt <= r.answer.sentAt && (s.closedAt === undefined || s.closedAt > r.answer.sentAt);
     const openAtAnswer = s.upgradedAt <= t0 && (s.closedAt === undefined || s.closedAt > t0);
     const admittedAfter = s.upgradedAt > t0 && (r.endAt === undefined || s.upgradedAt < r.endAt);
-    if (!openAtAnswer && !admittedAfter) continue;
+    if (!openAtCall && !openAtAnswer && !admittedAfter) continue;
     into.socketsChecked++;
     const deadline = Math.max(t0, s.upgradedAt) + CLOSE_WITHIN_MS;
     if (s.closeCode !== 4401 || s.closedByClient || s.closedAt === undefined || s.closedAt > deadline) {
       const how = s.closedByClient || s.closeCode === undefined ? 'still open' : `closed ${s.closeCode} at +${s.closedAt! - t0} ms`;
-      bad('socket not closed 4401 within 1 s', deadline, `socket on ${via} open at/after the 200: ${how}`);
+      bad('socket not closed 4401 within 1 s', deadline, `socket on ${via} open at the call or after: ${how}`);
     }
     for (const p of s.publishes) {
       if (!inWindow(r, p.sentAt, p.ackAt)) continue;

@@ -120,9 +120,11 @@ export async function runRounds(stack: FaultStack, target: Target, load: Guarant
     const live: SocketRecord[] = await Promise.all(paths.map(([via, url]) => load.openLive(via, url)));
     const path = op === 'disable' ? `/admin/tenants/${target.id}/disable` : `/admin/tenants/${target.id}/jwt_secret/revoke_all`;
     const gen = target.gen;
+    // Loop sockets open now stay open (unless the server closes them) until a second past the answer.
+    load.holdOpenUntil = Date.now() + 60_000;
     const heal = await fault.inject(i);
     const answer = await stack.admin('POST', path);
-    if (answer.status === 200) load.holdOpenUntil = answer.answeredAt + CLOSE_WITHIN_MS + 100;
+    load.holdOpenUntil = answer.answeredAt + CLOSE_WITHIN_MS + 100;
     await heal();
     if (answer.status === 200) {
       // Bounded: WINDOW_MS, and up to the contract's second while a socket open at the 200 is still open.
