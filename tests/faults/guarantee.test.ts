@@ -26,7 +26,7 @@ import { finalChecks, useFaultStack } from './support/suite';
 // every consumer (dozens per round), small enough that the 40 rounds of a
 // fault take 40-60 s, the file about 4 minutes.
 const SHAPE: LoadShape = { httpLoops: 6, wsLoops: 4, pauseMs: 15, holdMs: 600, publishEveryMs: 150 };
-const ROUNDS = Number(process.env.DEV_ROUNDS ?? 20);
+const ROUNDS = 20;
 const FAULT_TEST_MS = 180_000;
 
 const FAULTS = [
