@@ -34,6 +34,20 @@ describe('EnvReader', () => {
     expect(() => reader({ V: 'x:y' }).address('V', 'a:1')).toThrow(/V must be host:port/);
   });
 
+  it('reads a gRPC address list as a grpc-js ipv4:/ipv6: target, and one address as it is', () => {
+    expect(reader({ V: 'registry:50052' }).addressList('V', 'a:1')).toBe('registry:50052');
+    expect(reader({}).addressList('V', '127.0.0.1:50052')).toBe('127.0.0.1:50052');
+    expect(reader({ V: '10.0.0.1:50052, 10.0.0.2:50052' }).addressList('V', 'a:1')).toBe('ipv4:10.0.0.1:50052,10.0.0.2:50052');
+    expect(reader({ V: '[fd00::1]:50052,[fd00::2]:50052' }).addressList('V', 'a:1')).toBe('ipv6:[fd00::1]:50052,[fd00::2]:50052');
+    expect(() => reader({ V: 'a:1,b:2' }).addressList('V', 'a:1')).toThrow(/V as a list must name IP addresses/);
+    expect(() => reader({ V: '10.0.0.1:1,[fd00::1]:2' }).addressList('V', 'a:1')).toThrow(/all IPv4/);
+    expect(() => reader({ V: '10.0.0.1:1,,10.0.0.2:1' }).addressList('V', 'a:1')).toThrow(/V has an empty entry/);
+    expect(() => reader({ V: '10.0.0.1:1,10.0.0.1:1' }).addressList('V', 'a:1')).toThrow(/V lists the same address twice/);
+    expect(() => reader({ V: '10.0.0.1:1,10.0.0.2:70000' }).addressList('V', 'a:1')).toThrow(/must name IP addresses/);
+    expect(() => reader({ V: '10.0.0.256:1,10.0.0.2:1' }).addressList('V', 'a:1')).toThrow(/must name IP addresses/);
+    expect(() => reader({ V: 'x:y' }).addressList('V', 'a:1')).toThrow(/V must be host:port/);
+  });
+
   it('accepts a SECRETS_KEY of exactly 32 base64 bytes', () => {
     const good = Buffer.from(Array.from({ length: 32 }, (_v, i) => i * 7)).toString('base64');
     expect(reader({ SECRETS_KEY: good }).secretsKey()).toHaveLength(32);

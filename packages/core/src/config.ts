@@ -83,6 +83,26 @@ export class EnvReader {
   }
 
   /**
+   * One gRPC peer, or several replicas of it: `host:port`, or a
+   * comma-separated list of IP `addr:port` entries (all IPv4, or all
+   * `[IPv6]:port`). A list becomes grpc-js's `ipv4:`/`ipv6:` target, whose
+   * pick_first policy connects to the first entry that answers and moves to
+   * the next when that one goes away. Host names are not accepted in a list
+   * (grpc-js resolves one name per target: name one DNS name that resolves
+   * to every replica instead, e.g. a headless Service).
+   */
+  addressList(name: string, fallback: string): string {
+    const v = this.string(name, fallback);
+    if (!v.includes(',')) return this.address(name, fallback);
+    const items = v.split(',').map((s) => s.trim());
+    if (items.some((s) => s.length === 0)) throw new ConfigError(name, 'has an empty entry (a list is comma-separated addr:port)');
+    if (new Set(items).size !== items.length) throw new ConfigError(name, 'lists the same address twice');
+    if (items.every((s) => IPV4_PORT.test(s))) return `ipv4:${items.join(',')}`;
+    if (items.every((s) => IPV6_PORT.test(s))) return `ipv6:${items.join(',')}`;
+    throw new ConfigError(name, 'as a list must name IP addresses, all IPv4 (10.0.0.1:50052) or all IPv6 ([fd00::1]:50052), not host names');
+  }
+
+  /**
    * A shared credential: at least `minLength` characters and not obviously
    * guessable (see weakCredential). Never echoed. ALLOW_INSECURE_SECRETS=true
    * lifts the strength rules for local development only.
@@ -132,6 +152,9 @@ export class EnvReader {
   }
 }
 
+const PORT = '(6553[0-5]|655[0-2]\\d|65[0-4]\\d{2}|6[0-4]\\d{3}|[1-5]\\d{4}|[1-9]\\d{0,3})';
+const IPV4_PORT = new RegExp(`^((25[0-5]|2[0-4]\\d|1?\\d?\\d)\\.){3}(25[0-5]|2[0-4]\\d|1?\\d?\\d):${PORT}$`);
+const IPV6_PORT = new RegExp(`^\\[[0-9A-Fa-f:.]+\\]:${PORT}$`);
 const INSECURE_HINT = ' (ALLOW_INSECURE_SECRETS=true accepts it for local development only)';
 const MIN_DISTINCT = 8;
 // The shapes of values people paste from examples instead of generating one.
@@ -235,7 +258,7 @@ export function requireRedisWhenAlone(redis: RedisSettings, standalone: boolean)
 
 /** How a consumer service (verifier, gateway, realtime) reaches the tenant feed. */
 export interface TenantFeedConfig {
-  /** host:port of the registry's gRPC port (TenantFeed, KeyService). */
+  /** The registry's gRPC port (TenantFeed, KeyService): host:port, or a grpc-js `ipv4:`/`ipv6:` target naming several replicas. */
   registryAddr: string;
   /** TENANT_LEASE_MS: how long the consumer trusts its caches after its last confirmation that it is current. */
   leaseMs: number;
@@ -243,7 +266,7 @@ export interface TenantFeedConfig {
 
 export function readTenantFeedConfig(r: EnvReader): TenantFeedConfig {
   return {
-    registryAddr: r.address('REGISTRY_GRPC_ADDR', `127.0.0.1:${DEFAULT_PORTS.REGISTRY_GRPC_PORT}`),
+    registryAddr: r.addressList('REGISTRY_GRPC_ADDR', `127.0.0.1:${DEFAULT_PORTS.REGISTRY_GRPC_PORT}`),
     leaseMs: r.int('TENANT_LEASE_MS', 2000, 200, 60_000),
   };
 }

@@ -14,6 +14,7 @@ describe('loadConfig', () => {
       maxRequestHeaders: 100,
       verifierAddr: '127.0.0.1:50051',
       registryUrl: 'http://127.0.0.1:8082',
+      registryUrls: ['http://127.0.0.1:8082'],
       realtimeUrl: 'http://127.0.0.1:8081',
       realtimeUrls: ['http://127.0.0.1:8081'],
       corsOrigins: [],
@@ -40,8 +41,17 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(c.realtimeUrls)).toBe(true);
   });
 
+  it('takes REGISTRY_URL as a comma-separated list of replicas (the first is registryUrl), and REGISTRY_GRPC_ADDR as a list of IP addresses', () => {
+    const c = loadConfig({ ...base, REGISTRY_URL: 'http://10.0.0.1:8082/, http://10.0.0.2:8082', REGISTRY_GRPC_ADDR: '10.0.0.1:50052,10.0.0.2:50052' });
+    expect(c.registryUrls).toEqual(['http://10.0.0.1:8082', 'http://10.0.0.2:8082']);
+    expect(c.registryUrl).toBe('http://10.0.0.1:8082');
+    expect(c.tenantFeed.registryAddr).toBe('ipv4:10.0.0.1:50052,10.0.0.2:50052');
+  });
+
   it.each([
     [{ INTERNAL_TOKEN: 'short' }, 'INTERNAL_TOKEN'],
+    [{ ...base, REGISTRY_URL: 'http://a:1,,http://b:2' }, 'REGISTRY_URL'],
+    [{ ...base, REGISTRY_GRPC_ADDR: 'registry-a:50052,registry-b:50052' }, 'REGISTRY_GRPC_ADDR'],
     [{ ...base, REALTIME_URL: 'http://a:1,ftp://b' }, 'REALTIME_URL'],
     [{ ...base, REALTIME_URL: 'http://a:1,,http://b:2' }, 'REALTIME_URL'],
     [{ ...base, REALTIME_URL: 'http://a:1,http://a:1/' }, 'REALTIME_URL'],

@@ -22,6 +22,9 @@ export interface GatewayConfig {
   /** Requests with more header fields than this are refused with 431 (MAX_REQUEST_HEADERS). */
   maxRequestHeaders: number;
   verifierAddr: string;
+  /** REGISTRY_URL: one or more registry base URLs (replicas), comma-separated; host-sync calls take them in turn. */
+  registryUrls: readonly string[];
+  /** The first of registryUrls. */
   registryUrl: string;
   /** The registry's gRPC address and the lease of the tenant feed. */
   tenantFeed: TenantFeedConfig;
@@ -59,6 +62,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
   const redis = readRedisSettings(r);
   requireRedisWhenAlone(redis, opts.standalone ?? false);
   const realtimeUrls = readUrlList(r, 'REALTIME_URL', `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`);
+  const registryUrls = readUrlList(r, 'REGISTRY_URL', `http://127.0.0.1:${DEFAULT_PORTS.REGISTRY_HTTP_PORT}`);
   const config: GatewayConfig = {
     port: r.port('GATEWAY_PORT', DEFAULT_PORTS.GATEWAY_PORT),
     host: r.bindHost('GATEWAY_HOST'),
@@ -66,7 +70,8 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
     maxRequestHeaders: r.int('MAX_REQUEST_HEADERS', 100, 10, 1000),
     verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),
     tenantFeed: Object.freeze(readTenantFeedConfig(r)),
-    registryUrl: stripSlash(r.url('REGISTRY_URL', ['http:', 'https:'], `http://127.0.0.1:${DEFAULT_PORTS.REGISTRY_HTTP_PORT}`)),
+    registryUrls,
+    registryUrl: registryUrls[0]!,
     realtimeUrls,
     realtimeUrl: realtimeUrls[0]!,
     internalToken: r.credential('INTERNAL_TOKEN'),
@@ -84,7 +89,8 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
 
 /**
  * A comma-separated list of http(s) base URLs (one gateway in front of
- * several realtime instances); each entry follows the single-URL rules.
+ * several realtime instances or registry replicas); each entry follows the
+ * single-URL rules.
  */
 function readUrlList(r: EnvReader, name: string, fallback: string): readonly string[] {
   const raw = r.optional(name);

@@ -53,7 +53,7 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
     metrics,
     agent,
     authenticator,
-    readiness: gatewayReadiness(verifier, { registry: config.registryUrl, ...realtimeChecks(config.realtimeUrls) }),
+    readiness: gatewayReadiness(verifier, { registry: config.registryUrls, ...realtimeChecks(config.realtimeUrls) }),
   });
   // One span per request; upstreams (realtime, the registry) and the verifier
   // check continue it: the proxy copies the traceparent this sets.
@@ -74,7 +74,7 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
       // (and cannot miss its deadline doing so); not fatal, checks fail closed until it is up.
       if (!(await verifier.ready())) logger.warn({ verifier: config.verifierAddr }, 'verifier not reachable at start');
       port = await listen(server, config.port, config.host);
-      logger.info({ host: config.host, port, verifier: config.verifierAddr, registry: config.registryUrl, realtime: config.realtimeUrls }, 'edge-gateway listening');
+      logger.info({ host: config.host, port, verifier: config.verifierAddr, registry: config.registryUrls, realtime: config.realtimeUrls }, 'edge-gateway listening');
     },
     async stop() {
       const closing = closeServer(server);

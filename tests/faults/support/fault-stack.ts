@@ -3,7 +3,8 @@ import { freePort, ManagedProcess, waitForHttp } from '../../support/processes';
 import { PrivatePostgres, PrivateRedis, track, type RedisMode } from './backends';
 import { BlackholeProxy } from './blackhole-proxy';
 
-export const SERVICES = ['registry', 'verifier1', 'verifier2', 'realtime1', 'realtime2', 'gateway'] as const;
+/** Every service a stack may run; `registry2` and `gateway2` only with the options below. */
+export const SERVICES = ['registry', 'registry2', 'verifier1', 'verifier2', 'realtime1', 'realtime2', 'gateway', 'gateway2'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 
 export interface FaultStackOptions {
@@ -18,6 +19,16 @@ export interface FaultStackOptions {
   feedProxyFor?: ServiceName[];
   /** Extra environment for every service (e.g. a shorter KEY_CACHE_TTL_S). */
   serviceEnv?: Record<string, string>;
+  /**
+   * 2: a second gateway, in front of verifier2 and realtime2 (the first stays
+   * in front of verifier1 and realtime1). Default 1.
+   */
+  gateways?: 1 | 2;
+  /**
+   * 2: a second registry replica on the same PostgreSQL; every consumer's
+   * REGISTRY_GRPC_ADDR and the gateways' REGISTRY_URL name both. Default 1.
+   */
+  registries?: 1 | 2;
 }
 
 export interface AdminResult {
@@ -36,7 +47,8 @@ export interface AdminResult {
  * The distributed deployment as separate processes on private backends:
  * Redis and PostgreSQL of its own (so they can be killed, frozen, stopped),
  * the registry, two verifiers, two realtime instances (realtime1 behind
- * verifier1, realtime2 behind verifier2) and the gateway (verifier1, realtime1).
+ * verifier1, realtime2 behind verifier2) and the gateway (verifier1, realtime1);
+ * optionally a second registry replica and a second gateway (verifier2, realtime2).
  */
 export class FaultStack {
   readonly adminToken = randomBytes(32).toString('base64url');
@@ -50,8 +62,14 @@ export class FaultStack {
   /** Services this suite stopped on purpose and has not restarted yet. */
   private readonly down = new Set<ServiceName>();
   private readonly frozen = new Set<ServiceName>();
+  /** The services this stack runs (SERVICES, less registry2/gateway2 unless asked for). */
+  readonly names: ServiceName[];
   gatewayUrl = '';
   registryUrl = '';
+  /** Every gateway's base URL (gatewayUrl first). */
+  gatewayUrls: string[] = [];
+  /** Every registry replica's base URL (registryUrl first). */
+  registryUrls: string[] = [];
   realtimeWs: [string, string] = ['', ''];
   /** Each service's own /readyz. */
   readyUrl(name: ServiceName): string {
@@ -70,10 +88,15 @@ export class FaultStack {
     this.redisUrl = opts.redisUrl;
     this.feedProxyFor = opts.feedProxyFor ?? [];
     this.serviceEnv = opts.serviceEnv ?? {};
+    this.gateways = opts.gateways ?? 1;
+    this.registries = opts.registries ?? 1;
+    this.names = SERVICES.filter((n) => (n !== 'gateway2' || this.gateways === 2) && (n !== 'registry2' || this.registries === 2));
   }
 
   private readonly feedProxyFor: ServiceName[];
   private readonly serviceEnv: Record<string, string>;
+  private readonly gateways: 1 | 2;
+  private readonly registries: 1 | 2;
 
   private readonly redisUrl: (() => string) | undefined;
 
@@ -91,14 +114,17 @@ export class FaultStack {
 
   private async boot(): Promise<void> {
     const ports = {
-      registryHttp: await freePort(),
-      registryGrpc: await freePort(),
+      registryHttp: [await freePort(), await freePort()],
+      registryGrpc: [await freePort(), await freePort()],
       verifierGrpc: [await freePort(), await freePort()],
       verifierHttp: [await freePort(), await freePort()],
       realtime: [await freePort(), await freePort()],
-      gateway: await freePort(),
+      gateway: [await freePort(), await freePort()],
     };
-    const registryGrpc = `127.0.0.1:${ports.registryGrpc}`;
+    const replicas = this.registries === 2 ? [0, 1] : [0];
+    // One replica: host:port as before; two: the list form (a grpc-js ipv4: target, pick_first).
+    const registryGrpc = replicas.map((i) => `127.0.0.1:${ports.registryGrpc[i]}`).join(',');
+    const registryUrls = replicas.map((i) => `http://127.0.0.1:${ports.registryHttp[i]}`);
     const common = {
       REDIS_URL: this.redisUrl?.() ?? this.redis.url,
       REDIS_PREFIX: 'relay:',
@@ -109,7 +135,8 @@ export class FaultStack {
       ...this.serviceEnv,
     };
     const consumer = { REGISTRY_GRPC_ADDR: registryGrpc, TENANT_LEASE_MS: `${this.leaseMs}` };
-    for (const n of this.feedProxyFor) this.feedProxies[n] = await BlackholeProxy.start(registryGrpc);
+    // A proxied service reaches the first registry replica only, through its proxy.
+    for (const n of this.feedProxyFor) this.feedProxies[n] = await BlackholeProxy.start(`127.0.0.1:${ports.registryGrpc[0]}`);
     const add = (name: ServiceName, service: string, env: Record<string, string>, httpPort: number) => {
       const proxy = this.feedProxies[name];
       const viaProxy: Record<string, string> = proxy ? { REGISTRY_GRPC_ADDR: proxy.address } : {};
@@ -117,12 +144,14 @@ export class FaultStack {
       this.health[name] = `http://127.0.0.1:${httpPort}/healthz`;
       this.ready[name] = `http://127.0.0.1:${httpPort}/readyz`;
     };
-    add('registry', 'tenant-registry', {
-      DATABASE_URL: this.postgres.url,
-      REGISTRY_HTTP_PORT: `${ports.registryHttp}`,
-      REGISTRY_GRPC_PORT: `${ports.registryGrpc}`,
-      PROPAGATION_TIMEOUT_MS: `${this.propagationTimeoutMs}`,
-    }, ports.registryHttp);
+    for (const i of replicas) {
+      add(i === 0 ? 'registry' : 'registry2', 'tenant-registry', {
+        DATABASE_URL: this.postgres.url,
+        REGISTRY_HTTP_PORT: `${ports.registryHttp[i]}`,
+        REGISTRY_GRPC_PORT: `${ports.registryGrpc[i]}`,
+        PROPAGATION_TIMEOUT_MS: `${this.propagationTimeoutMs}`,
+      }, ports.registryHttp[i]!);
+    }
     for (const i of [0, 1] as const) {
       add(i === 0 ? 'verifier1' : 'verifier2', 'auth-verifier', {
         ...consumer,
@@ -137,21 +166,33 @@ export class FaultStack {
         VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[i]}`,
       }, ports.realtime[i]!);
     }
-    add('gateway', 'edge-gateway', {
-      ...consumer,
-      GATEWAY_PORT: `${ports.gateway}`,
-      VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[0]}`,
-      REGISTRY_URL: `http://127.0.0.1:${ports.registryHttp}`,
-      REALTIME_URL: `http://127.0.0.1:${ports.realtime[0]}`,
-    }, ports.gateway);
-    this.gatewayUrl = `http://127.0.0.1:${ports.gateway}`;
-    this.registryUrl = `http://127.0.0.1:${ports.registryHttp}`;
+    const gateways = this.gateways === 2 ? [0, 1] : [0];
+    for (const i of gateways) {
+      add(i === 0 ? 'gateway' : 'gateway2', 'edge-gateway', {
+        ...consumer,
+        GATEWAY_PORT: `${ports.gateway[i]}`,
+        VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[i]}`,
+        REGISTRY_URL: registryUrls.join(','),
+        REALTIME_URL: `http://127.0.0.1:${ports.realtime[i]}`,
+      }, ports.gateway[i]!);
+    }
+    this.gatewayUrls = gateways.map((i) => `http://127.0.0.1:${ports.gateway[i]}`);
+    this.gatewayUrl = this.gatewayUrls[0]!;
+    this.registryUrls = registryUrls;
+    this.registryUrl = registryUrls[0]!;
     this.realtimeWs = [`ws://127.0.0.1:${ports.realtime[0]}/ws`, `ws://127.0.0.1:${ports.realtime[1]}/ws`];
 
-    await this.restart('registry');
+    // The replicas one after the other: each runs the migrations at boot.
+    for (const n of this.names.filter((x) => x.startsWith('registry'))) await this.restart(n);
     await Promise.all((['verifier1', 'verifier2'] as const).map((n) => this.restart(n)));
-    await Promise.all((['realtime1', 'realtime2', 'gateway'] as const).map((n) => this.restart(n)));
+    await Promise.all(this.names.filter((n) => n.startsWith('realtime') || n.startsWith('gateway')).map((n) => this.restart(n)));
     await this.waitReady();
+  }
+
+  /** The service's Prometheus text (its /metrics beside /healthz). */
+  async metrics(name: ServiceName): Promise<string> {
+    const res = await fetch(this.health[name].replace(/\/healthz$/, '/metrics'), { signal: AbortSignal.timeout(5000) });
+    return res.text();
   }
 
   /** Starts a service that is down and waits until it answers /healthz. */
@@ -182,12 +223,12 @@ export class FaultStack {
 
   /** Waits (bounded) until every service reports its dependencies reachable on /readyz. */
   async waitReady(timeoutMs = 30_000): Promise<void> {
-    await Promise.all(SERVICES.map((n) => waitForHttp(this.ready[n], timeoutMs, this.services[n])));
+    await Promise.all(this.names.map((n) => waitForHttp(this.ready[n], timeoutMs, this.services[n])));
   }
 
   /** Services that exited although this suite did not stop them (a crash). */
   crashed(): Array<{ name: string; code: number | null | undefined; tail: string }> {
-    return SERVICES.filter((n) => !this.services[n].running && !this.down.has(n)).map((n) => ({
+    return this.names.filter((n) => !this.services[n].running && !this.down.has(n)).map((n) => ({
       name: n,
       code: this.services[n].exitCode,
       tail: this.services[n].logs.slice(-1500),
@@ -206,19 +247,19 @@ export class FaultStack {
     if (!this.redis.running) await this.redis.start();
     if (this.postgres.frozen) this.postgres.resume();
     if (!this.postgres.running) await this.postgres.start();
-    for (const n of SERVICES) {
+    for (const n of this.names) {
       if (!this.services[n].running) await this.restart(n);
     }
     await this.waitReady();
   }
 
   /** One admin API call straight to the registry (not the CLI: a tsx start per call would cost a second). */
-  async admin(method: 'GET' | 'POST', path: string, timeoutMs = 15_000): Promise<AdminResult> {
+  async admin(method: 'GET' | 'POST', path: string, timeoutMs = 15_000, replica: 0 | 1 = 0): Promise<AdminResult> {
     const sentAt = Date.now();
     let status = 0;
     let text = '';
     try {
-      const res = await fetch(`${this.registryUrl}${path}`, {
+      const res = await fetch(`${this.registryUrls[replica] ?? this.registryUrl}${path}`, {
         method,
         headers: { authorization: `Bearer ${this.adminToken}` },
         signal: AbortSignal.timeout(timeoutMs),
@@ -239,7 +280,7 @@ export class FaultStack {
   }
 
   allLogs(): string {
-    return [...SERVICES.map((n) => this.services[n].logs), this.redis.logs, this.postgres.logs].join('\n');
+    return [...this.names.map((n) => this.services[n].logs), this.redis.logs, this.postgres.logs].join('\n');
   }
 
   /** Stops everything this stack started, by PID, and removes its data directories. */
@@ -247,7 +288,7 @@ export class FaultStack {
     for (const n of [...this.frozen]) this.resume(n);
     if (this.redis.frozen) this.redis.resume();
     if (this.postgres.frozen) this.postgres.resume();
-    await Promise.all(SERVICES.filter((n) => this.services[n]).map((n) => this.services[n].stop('SIGTERM', 10_000)));
+    await Promise.all(this.names.filter((n) => this.services[n]).map((n) => this.services[n].stop('SIGTERM', 10_000)));
     await Promise.all([this.redis.stop(), this.postgres.destroy(), ...Object.values(this.feedProxies).map((p) => p.stop())]);
   }
 }

@@ -12,7 +12,7 @@ import { createUpstreamProxy, type ForwardFn } from './upstream-proxy';
 import { roundRobin } from './upstream-pool';
 
 export interface AppOptions {
-  config: Pick<GatewayConfig, 'registryUrl' | 'realtimeUrl' | 'internalToken' | 'corsOrigins' | 'upstreamTimeoutMs' | 'trustProxy'> & Partial<Pick<GatewayConfig, 'maxRequestHeaders' | 'realtimeUrls'>>;
+  config: Pick<GatewayConfig, 'registryUrl' | 'realtimeUrl' | 'internalToken' | 'corsOrigins' | 'upstreamTimeoutMs' | 'trustProxy'> & Partial<Pick<GatewayConfig, 'maxRequestHeaders' | 'realtimeUrls' | 'registryUrls'>>;
   logger: Logger;
   metrics: GatewayMetrics;
   readiness: ReadinessCheck;
@@ -47,7 +47,9 @@ export function createApp(opts: AppOptions): Express {
   if (authenticate && !authenticator) throw new Error('createApp: an authenticator is required unless authenticate is false');
 
   const proxyBase = { agent: opts.agent, timeoutMs: config.upstreamTimeoutMs, logger, metrics };
-  const toRegistry = createUpstreamProxy({ ...proxyBase, name: 'registry', target: config.registryUrl, stripAuthorization: false });
+  // Several registry replicas (REGISTRY_URL a list): each call goes to the next, and a refused connection to the one after.
+  const registry = roundRobin(config.registryUrls ?? [config.registryUrl]);
+  const toRegistry = createUpstreamProxy({ ...proxyBase, name: 'registry', target: registry.urls[0]!, ...(registry.size > 1 && { router: registry.next }), stripAuthorization: false });
   // Several realtime instances (REALTIME_URL a list): each request goes to the next.
   const realtime = roundRobin(config.realtimeUrls ?? [config.realtimeUrl]);
   const toRealtime = createUpstreamProxy({ ...proxyBase, name: 'realtime', target: realtime.urls[0]!, ...(realtime.size > 1 && { router: realtime.next }), stripAuthorization: true });

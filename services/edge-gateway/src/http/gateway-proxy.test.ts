@@ -133,6 +133,25 @@ describe('edge-gateway: forwarding, limits and errors', () => {
     }
   });
 
+  it('sends a host-sync call refused by one registry replica to the next one, and stays ready while one replica answers', async () => {
+    const gone = await startStubUpstream();
+    await gone.close();
+    const g = await startGatewayHarness({ verifier: h.verifier, registry: h.registry, realtime: h.realtime, env: { REGISTRY_URL: `${gone.url},${h.registry.url}` } });
+    try {
+      const before = h.registry.requests.length;
+      for (let i = 0; i < 4; i++) {
+        const res = await fetch(`${g.url}/api/host/tenants/t1/jwt_secret/fetch`, { method: 'POST', headers: { authorization: 'Basic eDp5' } });
+        expect(res.status).toBe(200);
+      }
+      expect(h.registry.requests.length - before).toBe(4);
+      const ready = await fetch(`${g.url}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({ checks: { registry: true } });
+    } finally {
+      await g.stop();
+    }
+  });
+
   it('sends a request again, once, when its kept-alive upstream connection resets under it: GET, or with an Idempotency-Key; never another POST', async () => {
     let reset = 0;
     h.realtime.handler = (req, res) => {

@@ -7,9 +7,14 @@ import type { VerifierClient } from '@service-relay/verifier-client';
  * still answers correctly (it only stops caching), and a registry outage would
  * otherwise take every replica out at once. Its state is in /metrics.
  */
-export function gatewayReadiness(verifier: VerifierClient, upstreams: Record<string, string>): ReadinessCheck {
+export function gatewayReadiness(verifier: VerifierClient, upstreams: Record<string, string | readonly string[]>): ReadinessCheck {
   const checks: Record<string, () => Promise<boolean>> = { verifier: () => verifier.ready() };
-  for (const [name, url] of Object.entries(upstreams)) checks[name] = () => reachable(`${url}/healthz`);
+  for (const [name, target] of Object.entries(upstreams)) {
+    // Replicas of one upstream (REGISTRY_URL a list): any one answering serves the calls (a refused one is skipped).
+    checks[name] = typeof target === 'string'
+      ? () => reachable(`${target}/healthz`)
+      : async () => (await Promise.all(target.map((url) => reachable(`${url}/healthz`)))).some(Boolean);
+  }
   return checks;
 }
 
