@@ -49,7 +49,15 @@ export function createApp(opts: AppOptions): Express {
   const proxyBase = { agent: opts.agent, timeoutMs: config.upstreamTimeoutMs, logger, metrics };
   // Several registry replicas (REGISTRY_URL a list): each call goes to the next, and a refused connection to the one after.
   const registry = roundRobin(config.registryUrls ?? [config.registryUrl]);
-  const toRegistry = createUpstreamProxy({ ...proxyBase, name: 'registry', target: registry.urls[0]!, ...(registry.size > 1 && { router: registry.next }), stripAuthorization: false });
+  // The host-sync fetch only reads (its failures count toward a rate limit, twice at worst): safe to send again.
+  const toRegistry = createUpstreamProxy({
+    ...proxyBase,
+    name: 'registry',
+    target: registry.urls[0]!,
+    ...(registry.size > 1 && { router: registry.next }),
+    stripAuthorization: false,
+    safeToRepeat: (req) => HOST_FETCH_PATH.test((req.url ?? '').split('?', 1)[0]!),
+  });
   // Several realtime instances (REALTIME_URL a list): each request goes to the next.
   const realtime = roundRobin(config.realtimeUrls ?? [config.realtimeUrl]);
   const toRealtime = createUpstreamProxy({ ...proxyBase, name: 'realtime', target: realtime.urls[0]!, ...(realtime.size > 1 && { router: realtime.next }), stripAuthorization: true });

@@ -185,6 +185,29 @@ describe('edge-gateway: forwarding, limits and errors', () => {
     }
   });
 
+  it('sends a host-sync fetch again, once, when the registry resets it (a replica dying mid-request): it only reads', async () => {
+    let reset = 0;
+    const original = h.registry.handler;
+    h.registry.handler = (req, res) => {
+      if (reset > 0) {
+        reset--;
+        res.socket?.destroy();
+        return;
+      }
+      original(req, res);
+    };
+    const fetchSecret = () => fetch(`${h.url}/api/host/tenants/t1/jwt_secret/fetch`, { method: 'POST', headers: { authorization: 'Basic aDpz' } });
+    try {
+      reset = 1;
+      const first = await fetchSecret();
+      expect(first.status).not.toBe(502);
+      reset = 2;
+      expect((await fetchSecret()).status).toBe(502);
+    } finally {
+      h.registry.handler = original;
+    }
+  });
+
   it('answers 404 not_found for unknown paths, 405 for a GET on the fetch path', async () => {
     for (const path of ['/', '/api/v2/me', '/api/host/tenants', '/api/host/tenants/x']) {
       const res = await fetch(`${h.url}${path}`);

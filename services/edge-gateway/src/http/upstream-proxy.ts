@@ -15,6 +15,12 @@ export interface UpstreamProxyOptions {
   timeoutMs: number;
   /** Drop the client's Authorization (the bearer token must not reach realtime; the registry needs Basic). */
   stripAuthorization: boolean;
+  /**
+   * Requests that only read, whatever their method (the host-sync fetch is a
+   * POST): sent again once after any reset, so a registry replica dying
+   * mid-request costs the host nothing when another answers.
+   */
+  safeToRepeat?: (req: IncomingMessage) => boolean;
   logger: Logger;
   metrics: GatewayMetrics;
 }
@@ -37,9 +43,11 @@ interface InFlight {
  * processing, so only requests that are safe to repeat are sent again: GET
  * and HEAD, and those with an Idempotency-Key.
  */
-function sendAgain(err: NodeJS.ErrnoException, req: IncomingMessage, proxyReq: ClientRequest | undefined): boolean {
+function sendAgain(err: NodeJS.ErrnoException, req: IncomingMessage, proxyReq: ClientRequest | undefined, safeToRepeat?: (req: IncomingMessage) => boolean): boolean {
   if (err.code === 'ECONNREFUSED') return true;
-  if ((err.code !== 'ECONNRESET' && err.code !== 'EPIPE') || !proxyReq?.reusedSocket) return false;
+  if (err.code !== 'ECONNRESET' && err.code !== 'EPIPE') return false;
+  if (safeToRepeat?.(req)) return true;
+  if (!proxyReq?.reusedSocket) return false;
   return req.method === 'GET' || req.method === 'HEAD' || req.headers['idempotency-key'] !== undefined;
 }
 
@@ -123,7 +131,7 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
       });
       proxyReq.on('error', (err: NodeJS.ErrnoException) => {
         if (state.timedOut || res.writableEnded || res.destroyed) return;
-        if (retry && !res.headersSent && sendAgain(err, req, proxyReq)) {
+        if (retry && !res.headersSent && sendAgain(err, req, proxyReq, opts.safeToRepeat)) {
           state.proxyReq = undefined;
           opts.logger.info({ upstream: opts.name, code: err.code }, 'upstream request failed before it was processed; sent again');
           send(fresh, false);
