@@ -119,8 +119,8 @@ function callerOf(req: IncomingMessage, internalToken: string): Caller | undefin
 }
 
 async function publish(opts: RestOptions, req: IncomingMessage, res: ServerResponse, ref: ChannelRef, caller: Caller): Promise<void> {
-  // Past the limit the rest is drained, so the connection stays usable.
-  const raw = await readBodyOrRefuse(req, res, MAX_BODY_BYTES, { drain: true, refusalHeaders: DATA_LIMIT_HEADERS });
+  // Past the limit the rest is read and dropped (bounded), so the client reads the 413.
+  const raw = await readBodyOrRefuse(req, res, MAX_BODY_BYTES, { refusalHeaders: DATA_LIMIT_HEADERS });
   if (raw === undefined) return;
   let body: unknown;
   try {

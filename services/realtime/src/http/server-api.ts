@@ -79,7 +79,7 @@ function serverCaller(req: IncomingMessage, internalToken: string): string | und
 }
 
 async function publish(opts: ServerApiOptions, req: IncomingMessage, res: ServerResponse, tenantId: string): Promise<void> {
-  const raw = await readBodyOrRefuse(req, res, MAX_BODY_BYTES, { drain: true });
+  const raw = await readBodyOrRefuse(req, res, MAX_BODY_BYTES);
   if (raw === undefined) return;
   let body: unknown;
   try {
