@@ -28,7 +28,7 @@ describe('edge-gateway: CORS preflight and 413 as fetch clients see them', () =>
     for (const name of DOCUMENTED_REQUEST_HEADERS) expect(allowed, name).toContain(name);
   });
 
-  const postBig = (path: string, body: BodyInit, extra: RequestInit = {}) =>
+  const postBig = (path: string, body: Buffer | ReadableStream<Uint8Array>, extra: RequestInit = {}) =>
     fetch(`${h.url}${path}`, { method: 'POST', headers: { authorization: 'Bearer tok-ok', 'content-type': 'application/json' }, body, ...extra }).then(
       async (res) => ({ status: res.status, body: await res.text(), limit: res.headers.get('x-relay-limit') }),
       (err: Error & { cause?: { code?: string } }) => ({ status: 0, body: err.cause?.code ?? err.message, limit: null }),
