@@ -26,6 +26,8 @@ const TSX = ['--import', 'tsx'];
 export interface StackOptions {
   /** The gateway sends REST requests and WebSocket upgrades to both realtime instances in turn (default: realtime1 only). */
   gatewayToBothRealtimes?: boolean;
+  /** Extra environment of the gateway (e.g. CORS_ORIGINS). */
+  gatewayEnv?: Record<string, string>;
 }
 
 /**
@@ -75,6 +77,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}`,
     REGISTRY_URL: `http://127.0.0.1:${ports.registryHttp}`,
     REALTIME_URL: (opts.gatewayToBothRealtimes ? ports.realtime : ports.realtime.slice(0, 1)).map((p) => `http://127.0.0.1:${p}`).join(','),
+    ...opts.gatewayEnv,
   }, `http://127.0.0.1:${ports.gateway}/healthz`);
 
   const startOne = async (name: string) => {
