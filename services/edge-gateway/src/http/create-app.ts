@@ -149,6 +149,12 @@ export function createApp(opts: AppOptions): Express {
     await forwardWithBody(req, res, MAX_API_BODY_BYTES, toRealtime, headers, DATA_LIMIT_HEADERS);
   });
 
+  // A plain request to the WebSocket path (the upgrades go to ws-proxy, never here): PROTOCOL.md's 426.
+  app.all('/ws', (req: Request, res: Response) => {
+    contextOf(req).route = 'ws_plain';
+    fail(res, 'upgrade_required', { upgrade: 'websocket' });
+  });
+
   app.use((req: Request, res: Response) => fail(res, 'not_found'));
 
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
