@@ -151,7 +151,7 @@ export function createApp(opts: AppOptions): Express {
 
   // A plain request to the WebSocket path (the upgrades go to ws-proxy, never here): PROTOCOL.md's 426.
   app.all('/ws', (req: Request, res: Response) => {
-    contextOf(req).route = 'ws_plain';
+    contextOf(req).route = 'ws';
     fail(res, 'upgrade_required', { upgrade: 'websocket' });
   });
 

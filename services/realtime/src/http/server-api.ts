@@ -101,8 +101,11 @@ async function publish(opts: ServerApiOptions, req: IncomingMessage, res: Server
   for (const channel of channels) {
     const verdict = await applyPublishRule(deps, { ref: { tenantId, channel }, userId: SERVER_USER_ID, data, idempotencyKey });
     // Bad input names what is allowed, like every other host API refusal (API.md "Host server API").
-    if (!verdict.ok && verdict.refusal === 'malformed') return sendJson(res, 400, errorBody('invalid_body', { problem: MALFORMED_PUBLISH }));
-    if (!verdict.ok) return fail(res, verdict.refusal);
+    if (!verdict.ok) {
+      const refusal = verdict.refusal;
+      if (refusal === 'malformed') return sendJson(res, 400, errorBody('invalid_body', { problem: MALFORMED_PUBLISH }));
+      return fail(res, refusal);
+    }
     opts.metrics.messagesIn.inc({ source: 'server' });
     published.push(verdict.message);
   }
