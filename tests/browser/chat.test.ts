@@ -60,8 +60,13 @@ describe('the chat example in chromium', () => {
   const messages = (page: Page) => page.locator('#messages li').allInnerTexts();
   const line = (page: Page, value: string) => page.locator('#messages li', { hasText: value });
 
+  /** Every answer of 400 or more a page got, and every console error, until the first test ends (#29: no favicon 404). */
+  const failedRequests: string[] = [];
+  const consoleErrors: string[] = [];
   const join_ = async (name: string): Promise<Page> => {
     const page = await browser.context.newPage();
+    page.on('response', (r) => void (r.status() >= 400 && failedRequests.push(`${r.status()} ${r.url()}`)));
+    page.on('console', (m) => void (m.type() === 'error' && consoleErrors.push(m.text())));
     page.setDefaultTimeout(WAIT.timeout);
     await page.goto(chatUrl);
     await page.locator('#name').fill(name);
@@ -94,6 +99,9 @@ describe('the chat example in chromium', () => {
     await line(alice, 'hi alice, bob here').waitFor(WAIT);
     for (const page of [alice, bob]) expect(await messages(page)).toEqual(['alice:hello from alice', 'bob:hi alice, bob here']);
     expect(await text(bob, 'me')).toBe('bob');
+    // Nothing on either page a developer must wonder about: no 404 (a favicon), no console error.
+    expect(failedRequests).toEqual([]);
+    expect(consoleErrors).toEqual([]);
   });
 
   it("bob's token is refreshed in place, past the first token's expiry, on the connection he opened", async () => {

@@ -26,6 +26,8 @@ const TSX = ['--import', 'tsx'];
 export interface StackOptions {
   /** The gateway sends REST requests and WebSocket upgrades to both realtime instances in turn (default: realtime1 only). */
   gatewayToBothRealtimes?: boolean;
+  /** Extra environment of the gateway (e.g. CORS_ORIGINS). */
+  gatewayEnv?: Record<string, string>;
 }
 
 /**
@@ -62,7 +64,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     health[name] = healthUrl;
   };
   // The host server API's publish and presence go to realtime2, so the gateway (realtime1) and the registry use different instances.
-  add('registry', 'tenant-registry', { DATABASE_URL: db.url, REGISTRY_HTTP_PORT: `${ports.registryHttp}`, REGISTRY_GRPC_PORT: `${ports.registryGrpc}`, REALTIME_URL: `http://127.0.0.1:${ports.realtime[1]}` }, `http://127.0.0.1:${ports.registryHttp}/healthz`);
+  add('registry', 'tenant-registry', { DATABASE_URL: db.url, REGISTRY_HTTP_PORT: `${ports.registryHttp}`, REGISTRY_GRPC_PORT: `${ports.registryGrpc}`, REALTIME_URL: `http://127.0.0.1:${ports.realtime[1]}`, VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[1]}` }, `http://127.0.0.1:${ports.registryHttp}/healthz`);
   for (const i of [0, 1]) {
     add(`verifier${i + 1}`, 'auth-verifier', { VERIFIER_GRPC_PORT: `${ports.verifierGrpc[i]}`, VERIFIER_HTTP_PORT: `${ports.verifierHttp[i]}`, REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}` }, `http://127.0.0.1:${ports.verifierHttp[i]}/healthz`);
   }
@@ -75,6 +77,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}`,
     REGISTRY_URL: `http://127.0.0.1:${ports.registryHttp}`,
     REALTIME_URL: (opts.gatewayToBothRealtimes ? ports.realtime : ports.realtime.slice(0, 1)).map((p) => `http://127.0.0.1:${p}`).join(','),
+    ...opts.gatewayEnv,
   }, `http://127.0.0.1:${ports.gateway}/healthz`);
 
   const startOne = async (name: string) => {

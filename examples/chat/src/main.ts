@@ -80,6 +80,17 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error(`chat: ${err instanceof Error ? err.message : String(err)}`);
+  console.error(`chat: ${startFailure(err)}`);
   process.exit(1);
 });
+
+/** Why the example could not start; a relay that does not answer is most often one not started yet. */
+function startFailure(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const cause = (err as { cause?: { code?: string; cause?: { code?: string } } }).cause;
+  const refused = [cause?.code, cause?.cause?.code].some((c) => c === 'ECONNREFUSED' || c === 'ECONNRESET' || c === 'ENOTFOUND');
+  if ((isHostClientError(err) && err.code === 'unavailable') || refused) {
+    return `cannot reach service-relay (${message}). Is it running? Start it with \`npm start\` in another terminal, wait for "service-relay is running", then run \`npm run example\` again.`;
+  }
+  return message;
+}

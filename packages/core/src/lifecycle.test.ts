@@ -3,7 +3,8 @@ import { Agent, createServer, get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { closeServer } from './lifecycle';
+import { ConfigError } from './config';
+import { closeServer, startupFailure } from './lifecycle';
 
 const script = fileURLToPath(new URL('./test-support/slow-stop-main.ts', import.meta.url));
 
@@ -57,5 +58,28 @@ describe('closeServer', () => {
     } finally {
       agent.destroy();
     }
+  });
+});
+
+describe('startupFailure', () => {
+  it('a port already taken (a second npm start) says so and what to do, not just EADDRINUSE (#29)', async () => {
+    const first = createServer();
+    await new Promise<void>((r) => first.listen(0, '127.0.0.1', r));
+    const port = (first.address() as AddressInfo).port;
+    const second = createServer();
+    const err = await new Promise<Error>((resolve) => {
+      second.once('error', resolve);
+      second.listen(port, '127.0.0.1');
+    });
+    await closeServer(first);
+    const line = startupFailure(err);
+    expect(line).toContain(`EADDRINUSE: address already in use 127.0.0.1:${port}`);
+    expect(line).toContain('service-relay is already running');
+    expect(line).toContain('GATEWAY_PORT');
+  });
+
+  it('a config error is its own message; anything else is "startup failed: <message>"', () => {
+    expect(startupFailure(new ConfigError('X', 'must be set'))).toBe(new ConfigError('X', 'must be set').message);
+    expect(startupFailure(new Error('boom'))).toBe('startup failed: boom');
   });
 });

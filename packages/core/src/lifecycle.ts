@@ -10,6 +10,20 @@ export interface Service {
   stop(): Promise<void>;
 }
 
+/** The one line a failed start prints: the config error as it is, a busy port with what to do about it. */
+export function startupFailure(err: unknown): string {
+  if (err instanceof ConfigError) return err.message;
+  const message = err instanceof Error ? err.message : String(err);
+  if ((err as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE') {
+    return (
+      `startup failed: ${message}: another process already listens there. ` +
+      'Most likely service-relay is already running (a second `npm start`?): use that one, or stop it (Ctrl-C in its terminal); ' +
+      'to run both, give this one other ports (GATEWAY_PORT, REALTIME_PORT, REGISTRY_HTTP_PORT, REGISTRY_GRPC_PORT, VERIFIER_GRPC_PORT, VERIFIER_HTTP_PORT).'
+    );
+  }
+  return `startup failed: ${message}`;
+}
+
 /**
  * Runs `main`, turning a ConfigError into one line on stderr and exit 1, and
  * stops the returned services in order on SIGTERM/SIGINT (exit 0), with a
@@ -22,11 +36,7 @@ export async function runMain(main: () => Promise<{ stop(): Promise<void> }>, op
   try {
     running = await main();
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-    } else {
-      process.stderr.write(`startup failed: ${err instanceof Error ? err.message : String(err)}\n`);
-    }
+    process.stderr.write(`${startupFailure(err)}\n`);
     process.exit(1);
   }
   let stopping = false;

@@ -27,20 +27,36 @@ describe('readBodyOrRefuse', () => {
     expect(await rawExchange(port, post('0123456789'), 500)).toContain('got 10');
   });
 
-  it('past the limit (declared or counted): 413 payload_too_large, and the connection is closed', async () => {
+  it('past the limit (declared or counted): 413 payload_too_large, the rest read and dropped, and the connection serves the next request', async () => {
     const port = await start(10);
     for (const chunked of [false, true]) {
-      const raw = await rawExchange(port, post('x'.repeat(11), chunked), 500);
+      const raw = await rawExchange(port, post('x'.repeat(11), chunked) + post('ok'), 500);
       expect(raw).toMatch(/^HTTP\/1\.1 413 /);
       expect(raw).toContain('{"errors":["payload_too_large"]}');
-      expect(raw.toLowerCase()).toContain('connection: close');
+      expect(raw.toLowerCase()).not.toContain('connection: close');
+      expect(raw).toContain('got 2');
     }
   });
 
-  it('with drain, the rest is read and the connection serves the next request', async () => {
-    const port = await start(10, { drain: true });
-    const raw = await rawExchange(port, post('x'.repeat(11), true) + post('ok'), 500);
+  it('a body declared past the linger bound is refused with connection: close, nothing read', async () => {
+    const port = await start(10, { linger: { maxBytes: 100, maxMs: 1000 } });
+    const raw = await rawExchange(port, `POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 101\r\n\r\n${'x'.repeat(101)}${post('ok')}`, 500);
     expect(raw).toMatch(/^HTTP\/1\.1 413 /);
-    expect(raw).toContain('got 2');
+    expect(raw.toLowerCase()).toContain('connection: close');
+    expect(raw).not.toContain('got 2');
+  });
+
+  it('a chunked body that goes on past the linger bound has its connection cut; one that stalls, after maxMs', async () => {
+    const port = await start(10, { linger: { maxBytes: 100, maxMs: 300 } });
+    const t0 = Date.now();
+    const endless = `POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n${('c8\r\n' + 'x'.repeat(200) + '\r\n').repeat(3)}`;
+    const cut = await rawExchange(port, endless, 3000);
+    expect(cut).toMatch(/^HTTP\/1\.1 413 /);
+    expect(Date.now() - t0).toBeLessThan(250);
+    const t1 = Date.now();
+    const stalled = await rawExchange(port, `POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nb\r\n${'x'.repeat(11)}\r\n`, 3000);
+    expect(stalled).toMatch(/^HTTP\/1\.1 413 /);
+    expect(Date.now() - t1).toBeGreaterThanOrEqual(250);
+    expect(Date.now() - t1).toBeLessThan(2000);
   });
 });

@@ -46,3 +46,17 @@ export interface VerifyBatchRequest {
 export interface VerifyBatchResponse {
   results: VerifyStreamResponse[];
 }
+
+export interface ExplainRequest {
+  token: string;
+}
+
+/** relay.auth.v1.ExplainResponse: for operators only (the registry's admin API). */
+export interface ExplainResponseWire {
+  verdict: VerifyResponseWire | null;
+  meaning: string;
+  fix: string;
+  /** Compact JSON of the header / payload; '' when a segment does not decode to a JSON object. */
+  header_json: string;
+  claims_json: string;
+}

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { RelayError } from '@service-relay/core';
+import { createLogger, RelayError } from '@service-relay/core';
 import { bindServer, MAX_VERIFY_BATCH, serviceDefinition, stopServer, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createVerifierClient, type VerifierClient, type VerifierClientOptions } from './verifier-client';
@@ -105,6 +105,20 @@ describe.each([
     expect(results[0]).toEqual({ valid: true, identity: { tenantId: 't', userId: 'u', expiresAt: 42, keySlot: 'previous', keyVersion: 3 } });
     expect(results[1]).toEqual({ valid: false, reason: 'bad_signature' });
     expect(results[2]!.valid).toBe(true);
+  });
+
+  it('a clean close() logs no warning: the stream it cancels did not fail (#29)', async () => {
+    const mode = { current: 'answer' as Mode };
+    const { server, port } = await fakeVerifier(mode, { batch });
+    cleanup.push(() => stopServer(server));
+    const lines: string[] = [];
+    const logger = createLogger({ service: 'test', level: 'debug', destination: { write: (l: string) => void lines.push(l) } });
+    const c = createVerifierClient({ address: `127.0.0.1:${port}`, internalToken: 'internal-token-for-tests-0123456789abcdef', logger });
+    expect((await c.verify('good')).valid).toBe(true);
+    c.close();
+    // The cancellation reaches the stream's error handler on a later turn.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(lines.filter((l) => (JSON.parse(l) as { level: number }).level >= 40)).toEqual([]);
   });
 
   it('fails closed with auth_unavailable when nothing listens', async () => {

@@ -224,6 +224,8 @@ export class StreamingVerifierClient implements VerifierClient {
       s = { batch, call };
     }
     s.call.on('error', (err: grpc.ServiceError) => {
+      // close() cancelled it: a clean stop, nothing failed.
+      if (this.closed && err.code === grpc.status.CANCELLED) return;
       if (s.batch && err.code === grpc.status.UNIMPLEMENTED) {
         this.opts.logger?.info({ code: err.code }, 'verifier predates VerifyBatchStream; using VerifyStream');
         this.singleUntil = Date.now() + this.batchRetryMs;

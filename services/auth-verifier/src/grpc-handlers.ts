@@ -1,6 +1,8 @@
 import type * as grpc from '@grpc/grpc-js';
 import { contextFromMetadata, contextFromTraceparent, endSpan, startServerSpan, TRACING_OFF, type Logger, type TraceContext, type Tracing } from '@service-relay/core';
 import {
+  type ExplainRequest,
+  type ExplainResponseWire,
   grpcError,
   hasInternalToken,
   MAX_VERIFY_BATCH,
@@ -12,6 +14,9 @@ import {
   type VerifyStreamResponse,
 } from '@service-relay/grpc';
 import { toWire } from '@service-relay/verifier-client';
+import { REJECT_EXPLANATIONS } from './token/reject-explanation';
+import type { RejectReason } from './token/reject-reason';
+import { decodeForDisplay } from './token/token-display';
 import type { TokenVerifier, VerifyOutcome } from './token/token-verifier';
 
 function wire(outcome: VerifyOutcome): VerifyResponseWire | undefined {
@@ -62,6 +67,20 @@ export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, i
       const r = check(call.request.token ?? '', () => contextFromMetadata(call.metadata));
       if (r instanceof Promise) void r.then(reply);
       else reply(r);
+    },
+
+    // For operators (the registry's admin explain_token): the same check, its
+    // reason explained, the token decoded. Never logs the token.
+    Explain(call: grpc.ServerUnaryCall<ExplainRequest, ExplainResponseWire>, cb: grpc.sendUnaryData<ExplainResponseWire>) {
+      if (!hasInternalToken(call.metadata, internalToken)) return cb(grpcError('invalid_internal_token'));
+      const token = call.request.token ?? '';
+      void verifier.explain(token).then((outcome) => {
+        const verdict = wire(outcome);
+        if (!verdict) return cb(grpcError('unavailable', 'verifier cannot reach key material'));
+        const why = verdict.valid ? undefined : REJECT_EXPLANATIONS[verdict.reason as RejectReason];
+        const decoded = decodeForDisplay(token);
+        cb(null, { verdict, meaning: why?.meaning ?? '', fix: why?.fix ?? '', header_json: decoded.headerJson, claims_json: decoded.claimsJson });
+      });
     },
 
     VerifyStream(call: grpc.ServerDuplexStream<VerifyStreamRequest, VerifyStreamResponse>) {

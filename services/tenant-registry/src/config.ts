@@ -53,6 +53,11 @@ export interface RegistryConfig {
   realtimeUrls: readonly string[];
   /** The HTTP listener's caps and first-byte timeout, as the gateway's and realtime's (MAX_CONNECTIONS, MAX_CONNECTIONS_PER_ADDRESS, FIRST_BYTE_TIMEOUT_MS). */
   connectionLimits: ConnectionLimits;
+  /**
+   * VERIFIER_ADDR: an auth-verifier's gRPC address, for the admin API's
+   * explain_token (the verifier alone judges tokens). Called only then.
+   */
+  verifierAddr: string;
 }
 
 export interface LoadConfigOptions {
@@ -96,6 +101,7 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     auditUnauthenticatedPerMinute: r.int('AUDIT_UNAUTHENTICATED_PER_MINUTE', 10, 0, 1000),
     realtimeUrls: readUrlList(r, 'REALTIME_URL', `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`),
     connectionLimits: Object.freeze(readConnectionLimits(r)),
+    verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),
   });
 }
 

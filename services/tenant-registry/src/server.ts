@@ -25,6 +25,7 @@ import { Propagation } from './tenants/propagation';
 import { TenantAdmin } from './tenants/tenant-admin';
 import { UserActions } from './tenants/user-actions';
 import { RealtimeClient } from './realtime/realtime-client';
+import { createTokenExplainer, type TokenExplainer } from './verifier/token-explainer';
 
 /** The latest feed sequence is announced on the bus this often, so a consumer that missed a notice pulls at once. */
 const HEARTBEAT_MS = 1000;
@@ -46,6 +47,8 @@ export function httpGraceMs(config: Pick<RegistryConfig, 'propagationTimeoutMs' 
   const dbMs = config.database.kind === 'postgres' ? (config.database.pool?.timeoutMs ?? 600) : 600;
   return Math.min(MAX_HTTP_GRACE_MS, config.propagationTimeoutMs + 3 * dbMs + 1000);
 }
+/** An explain_token the verifier does not answer within this is 503 unavailable. */
+const EXPLAIN_TIMEOUT_MS = 5000;
 
 export interface RegistryDeps {
   /** The shared bus when every service runs in one process; else one is made from config.redis. */
@@ -72,6 +75,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
   let health: HealthService | undefined;
   let propagation: Propagation | undefined;
   let mirror: FeedMirror | undefined;
+  let explainer: TokenExplainer | undefined;
   let pruner: NodeJS.Timeout | undefined;
   let httpPort = 0;
   let grpcPort = 0;
@@ -111,6 +115,8 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
     limiterRedis = undefined;
     mirror?.close();
     mirror = undefined;
+    explainer?.close();
+    explainer = undefined;
     if (ownsBus) await bus.close();
     await dbs?.close();
     dbs = undefined;
@@ -157,7 +163,9 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         const addresses = new AddressFailureLimit(addressLimiter, deps.clock ?? systemClock);
         const users = new UserActions(store.users, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds));
         const realtime = new RealtimeClient({ baseUrls: config.realtimeUrls, internalToken: config.internalToken, timeoutMs: REALTIME_TIMEOUT_MS });
+        explainer = createTokenExplainer({ address: config.verifierAddr, internalToken: config.internalToken, deadlineMs: EXPLAIN_TIMEOUT_MS });
         const app = createApp({
+          explainer,
           hostFetch: { limiter, internalToken: config.internalToken, addresses },
           hostApi: { users, realtime, ...(deps.clock && { clock: deps.clock }) },
           admin: new TenantAdmin(store, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds)),

@@ -44,11 +44,28 @@ export class TokenVerifier {
     const source = this.opts.keySource;
     const keys = minSeq > source.appliedSeq() ? undefined : source.peek(parsed.tenantId);
     if (keys) return this.done(this.stamp(this.checker.checkKeys(parsed, keys), keys), startedAt);
-    return source.get(parsed.tenantId, minSeq).then(
-      (k: TenantKeys) => this.done(this.stamp(this.recheck(parsed, k), k), startedAt),
+    return this.fetchAndCheck(parsed, minSeq).then((outcome) => this.done(outcome, startedAt));
+  }
+
+  /**
+   * The verdict verify() gives, by the same rules on the same key material,
+   * for an operator's explanation: not counted in the verification metrics
+   * (an explanation is not a client's check).
+   */
+  async explain(token: string): Promise<VerifyOutcome> {
+    const parsed = this.checker.parse(token);
+    if (!parsed.ok) return { valid: false, reason: parsed.reason };
+    const keys = this.opts.keySource.peek(parsed.tenantId);
+    if (keys) return this.stamp(this.checker.checkKeys(parsed, keys), keys);
+    return this.fetchAndCheck(parsed, 0);
+  }
+
+  private fetchAndCheck(parsed: ParsedToken, minSeq: number): Promise<VerifyOutcome> {
+    return this.opts.keySource.get(parsed.tenantId, minSeq).then(
+      (k: TenantKeys) => this.stamp(this.recheck(parsed, k), k),
       (err: unknown) => {
         if (!isRelayError(err) || err.code !== 'unavailable') this.opts.logger.error({ err, tenant_id: parsed.tenantId }, 'key lookup failed');
-        return this.done(UNAVAILABLE, startedAt);
+        return UNAVAILABLE;
       },
     );
   }

@@ -1,7 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 const ALLOW_METHODS = 'GET, POST, OPTIONS';
-const ALLOW_HEADERS = 'Authorization, Content-Type, X-Request-Id';
+/**
+ * Every request header the API documents: API.md's `Idempotency-Key` on a
+ * publish, `X-Request-Id`, and W3C trace context (OPERATIONS.md "Tracing").
+ */
+export const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, Idempotency-Key, X-Request-Id, traceparent, tracestate';
 const EXPOSE_HEADERS = 'X-Request-Id, Retry-After, WWW-Authenticate, X-Relay-Limit';
 
 /**
@@ -31,7 +35,7 @@ export function applyCors(req: IncomingMessage, res: ServerResponse, allowed: re
   // A disallowed origin gets a plain 204 without allow headers: the browser then refuses.
   if (ok) {
     res.setHeader('access-control-allow-methods', ALLOW_METHODS);
-    res.setHeader('access-control-allow-headers', ALLOW_HEADERS);
+    res.setHeader('access-control-allow-headers', CORS_ALLOW_HEADERS);
     res.setHeader('access-control-max-age', '600');
   }
   res.writeHead(204, { 'content-length': '0' });

@@ -1,6 +1,6 @@
 import type { Agent, IncomingMessage, ServerResponse } from 'node:http';
 import { capabilityJson, DATA_LIMIT_HEADERS, handleOps, sendError, type ErrorCode, type Logger, type ReadinessCheck } from '@service-relay/core';
-import { authorizationOf, bearerToken, declaredTooLarge, INVALID_TOKEN_HEADERS, readBodyOrRefuse } from '@service-relay/edge';
+import { authorizationOf, bearerToken, declaredTooLarge, INVALID_TOKEN_HEADERS, readBodyOrRefuse, refuseTooLarge } from '@service-relay/edge';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Authenticator } from '../auth/authenticator';
 import type { GatewayConfig } from '../config';
@@ -111,7 +111,7 @@ export function createApp(opts: AppOptions): Express {
   app.all(HOST_API_PATH, async (req: Request, res: Response) => {
     const ctx = contextOf(req);
     ctx.route = 'host_api';
-    if (declaredTooLarge(req, MAX_HOST_API_BODY_BYTES)) return fail(res, 'payload_too_large');
+    if (declaredTooLarge(req, MAX_HOST_API_BODY_BYTES)) return refuseTooLarge(req, res);
     res.once('finish', () => {
       if (res.statusCode === 429) metrics.rateLimited();
     });
@@ -126,8 +126,9 @@ export function createApp(opts: AppOptions): Express {
     if (req.path !== '/api/v1' && !req.path.startsWith('/api/v1/')) return next();
     const ctx = contextOf(req);
     ctx.route = 'api_v1';
-    // Cheap and reveals nothing: refuse a declared oversize body before any work.
-    if (declaredTooLarge(req, MAX_API_BODY_BYTES)) return fail(res, 'payload_too_large', { ...DATA_LIMIT_HEADERS });
+    // Cheap and reveals nothing: refuse a declared oversize body before any work
+    // (then read and drop the rest, bounded, so the client reads the 413).
+    if (declaredTooLarge(req, MAX_API_BODY_BYTES)) return refuseTooLarge(req, res, DATA_LIMIT_HEADERS);
     const headers: Record<string, string> = { 'x-internal-token': config.internalToken, 'x-request-id': ctx.requestId };
     if (authenticate) {
       const token = bearerToken(authorizationOf(req));
@@ -154,6 +155,12 @@ export function createApp(opts: AppOptions): Express {
       if (id.cap !== undefined) headers['x-relay-cap'] = capabilityJson(id.cap);
     }
     await forwardWithBody(req, res, MAX_API_BODY_BYTES, toRealtime, headers, DATA_LIMIT_HEADERS);
+  });
+
+  // A plain request to the WebSocket path (the upgrades go to ws-proxy, never here): PROTOCOL.md's 426.
+  app.all('/ws', (req: Request, res: Response) => {
+    contextOf(req).route = 'ws';
+    fail(res, 'upgrade_required', { upgrade: 'websocket' });
   });
 
   app.use((req: Request, res: Response) => fail(res, 'not_found'));

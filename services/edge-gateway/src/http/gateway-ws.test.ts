@@ -160,6 +160,15 @@ describe('edge-gateway: WebSocket upgrades on /ws (one public origin)', () => {
     expect(line).toMatchObject({ route: 'ws', path: '/ws?access_token=[redacted]' });
   });
 
+  it('answers a plain HTTP request to /ws with 426 upgrade_required and Upgrade: websocket, as PROTOCOL.md says (#29)', async () => {
+    for (const path of ['/ws', '/ws?access_token=x']) {
+      const res = await fetch(`http://127.0.0.1:${h.gateway.port}${path}`);
+      expect(res.status, path).toBe(426);
+      expect(res.headers.get('upgrade')).toBe('websocket');
+      expect(await res.json()).toEqual({ errors: ['upgrade_required'] });
+    }
+  });
+
   it('refuses other paths (404) and too many header fields (431) itself, reaching no upstream', async () => {
     const notFound = await refusal(open(`ws://127.0.0.1:${h.gateway.port}/api/v1/me`, { authorization: `Bearer ${GOOD_TOKEN}` }));
     expect(notFound.status).toBe(404);

@@ -136,6 +136,20 @@ describe('REST side (behind the gateway)', () => {
     await expectError(await api('/api/v1/channels/ok/messages', { method: 'DELETE' }), 405, 'method_not_allowed');
   });
 
+  it('every 405 carries Allow with the methods the path takes (PROTOCOL.md, #29)', async () => {
+    for (const [path, method, allow] of [
+      ['/api/v1/channels/ok/messages', 'DELETE', 'GET, HEAD, POST'],
+      ['/api/v1/channels/ok/messages', 'PUT', 'GET, HEAD, POST'],
+      ['/api/v1/me', 'POST', 'GET, HEAD'],
+      ['/api/v1/channels/ok/presence', 'DELETE', 'GET, HEAD'],
+    ] as const) {
+      const res = await api(path, { method });
+      expect(res.status, `${method} ${path}`).toBe(405);
+      expect(res.headers.get('allow'), `${method} ${path}`).toBe(allow);
+      expect(await res.json()).toEqual({ errors: ['method_not_allowed'] });
+    }
+  });
+
   it('serves health, readiness and metrics', async () => {
     expect((await fetch(`${rt.http}/healthz`)).status).toBe(200);
     const ready = await fetch(`${rt.http}/readyz`);

@@ -56,6 +56,10 @@ export function createRestHandler(opts: RestOptions): (req: IncomingMessage, res
   };
 }
 
+/** Every 405 names the methods the path takes (RFC 9110; PROTOCOL.md). */
+const ALLOW_READ = { allow: 'GET, HEAD' };
+const ALLOW_MESSAGES = { allow: 'GET, HEAD, POST' };
+
 async function handle(opts: RestOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = req.url ?? '/';
   const q = url.indexOf('?');
@@ -64,7 +68,7 @@ async function handle(opts: RestOptions, req: IncomingMessage, res: ServerRespon
   const caller = callerOf(req, opts.internalToken);
   if (!caller) return fail(res, 'invalid_or_missing_token');
   if (path === '/api/v1/me') {
-    if (req.method !== 'GET' && req.method !== 'HEAD') return fail(res, 'method_not_allowed');
+    if (req.method !== 'GET' && req.method !== 'HEAD') return fail(res, 'method_not_allowed', ALLOW_READ);
     return sendJson(res, 200, JSON.stringify({ tenant_id: caller.tenantId, user_id: caller.userId, expires_at: caller.expiresAt }));
   }
   const presence = PRESENCE_PATH.exec(path);
@@ -84,12 +88,12 @@ async function handle(opts: RestOptions, req: IncomingMessage, res: ServerRespon
   }
   if (req.method === 'POST') return publish(opts, req, res, ref, caller);
   if (req.method === 'GET' || req.method === 'HEAD') return history(opts, res, ref, new URLSearchParams(q < 0 ? '' : url.slice(q + 1)));
-  return fail(res, 'method_not_allowed');
+  return fail(res, 'method_not_allowed', ALLOW_MESSAGES);
 }
 
 /** `GET …/presence`: the members of a presence channel across every instance, sorted by user_id. */
 async function listPresence(opts: RestOptions, req: IncomingMessage, res: ServerResponse, caller: Caller, segment: string): Promise<void> {
-  if (req.method !== 'GET' && req.method !== 'HEAD') return fail(res, 'method_not_allowed');
+  if (req.method !== 'GET' && req.method !== 'HEAD') return fail(res, 'method_not_allowed', ALLOW_READ);
   const channel = decodeChannel(segment);
   if (channel === undefined) return fail(res, 'invalid_channel');
   const lookup = (opts.channelRules ?? DEFAULT_RULES_LOOKUP)(caller.tenantId);
@@ -119,8 +123,8 @@ function callerOf(req: IncomingMessage, internalToken: string): Caller | undefin
 }
 
 async function publish(opts: RestOptions, req: IncomingMessage, res: ServerResponse, ref: ChannelRef, caller: Caller): Promise<void> {
-  // Past the limit the rest is drained, so the connection stays usable.
-  const raw = await readBodyOrRefuse(req, res, MAX_BODY_BYTES, { drain: true, refusalHeaders: DATA_LIMIT_HEADERS });
+  // Past the limit the rest is read and dropped (bounded), so the client reads the 413.
+  const raw = await readBodyOrRefuse(req, res, MAX_BODY_BYTES, { refusalHeaders: DATA_LIMIT_HEADERS });
   if (raw === undefined) return;
   let body: unknown;
   try {
@@ -169,6 +173,6 @@ function decodeChannel(segment: string): string | undefined {
   return CHANNEL_NAME.test(channel) ? channel : undefined;
 }
 
-function fail(res: ServerResponse, code: ErrorCode): void {
-  sendError(res, code, code === 'invalid_or_missing_token' ? INVALID_TOKEN_HEADERS : code === 'payload_too_large' ? { ...DATA_LIMIT_HEADERS } : {});
+function fail(res: ServerResponse, code: ErrorCode, headers: Record<string, string> = {}): void {
+  sendError(res, code, code === 'invalid_or_missing_token' ? INVALID_TOKEN_HEADERS : code === 'payload_too_large' ? { ...DATA_LIMIT_HEADERS } : { ...headers });
 }

@@ -90,6 +90,16 @@ describe('internal server API (the registry’s calls for the host server API)',
     }
   });
 
+  it('data nested 65 deep (or a bad idempotency_key) is 400 invalid_body with a problem naming the rule, like every host API refusal (#29)', async () => {
+    for (const body of [`{"channels":["deep"],"data":${'['.repeat(65)}${']'.repeat(65)}}`, '{"channels":["deep"],"data":1,"idempotency_key":"no spaces"}']) {
+      const res = await publish(body);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ errors: ['invalid_body'], problem: expect.stringMatching(/64 arrays\/objects deep.*idempotency_key/) });
+    }
+    const ok = await publish(`{"channels":["deep"],"data":${'['.repeat(64)}${']'.repeat(64)}}`);
+    expect(ok.status).toBe(201);
+  });
+
   it('lists a channel’s presence members with realtime’s own presence (no channel rule applies to the server)', async () => {
     const { token, identity } = issueToken(verifier, { tenantId });
     const ws = await WsTestClient.connect(rt.ws, token);

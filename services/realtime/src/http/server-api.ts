@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CHANNEL_NAME, codeOf, isCanonicalUuid, MAX_DATA_BYTES, safeEqual, sendError, sendJson, type ErrorCode, type Logger } from '@service-relay/core';
+import { CHANNEL_NAME, codeOf, errorBody, isCanonicalUuid, MAX_DATA_BYTES, safeEqual, sendError, sendJson, type ErrorCode, type Logger } from '@service-relay/core';
 import { readBodyOrRefuse } from '@service-relay/edge';
 import { messageJson, SERVER_USER_ID, type ChannelRef, type Message } from '../messaging/message';
 import type { MessageBus } from '../messaging/message-bus';
@@ -78,8 +78,11 @@ function serverCaller(req: IncomingMessage, internalToken: string): string | und
   return isCanonicalUuid(tenantId) ? tenantId : undefined;
 }
 
+/** The publish rule's `malformed`: what it allows. */
+const MALFORMED_PUBLISH = 'data must be JSON nested at most 64 arrays/objects deep, and idempotency_key a string matching ^[A-Za-z0-9_.:-]{1,128}$';
+
 async function publish(opts: ServerApiOptions, req: IncomingMessage, res: ServerResponse, tenantId: string): Promise<void> {
-  const raw = await readBodyOrRefuse(req, res, MAX_BODY_BYTES, { drain: true });
+  const raw = await readBodyOrRefuse(req, res, MAX_BODY_BYTES);
   if (raw === undefined) return;
   let body: unknown;
   try {
@@ -97,7 +100,12 @@ async function publish(opts: ServerApiOptions, req: IncomingMessage, res: Server
   const published: Message[] = [];
   for (const channel of channels) {
     const verdict = await applyPublishRule(deps, { ref: { tenantId, channel }, userId: SERVER_USER_ID, data, idempotencyKey });
-    if (!verdict.ok) return fail(res, verdict.refusal === 'malformed' ? 'invalid_body' : verdict.refusal);
+    // Bad input names what is allowed, like every other host API refusal (API.md "Host server API").
+    if (!verdict.ok) {
+      const refusal = verdict.refusal;
+      if (refusal === 'malformed') return sendJson(res, 400, errorBody('invalid_body', { problem: MALFORMED_PUBLISH }));
+      return fail(res, refusal);
+    }
     opts.metrics.messagesIn.inc({ source: 'server' });
     published.push(verdict.message);
   }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRegistry, type TestRegistry } from '../testing/test-registry';
-import { runAdminCli } from './commands';
+import { COMMANDS, runAdminCli } from './commands';
 
 const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const CLI = fileURLToPath(new URL('./admin-cli.ts', import.meta.url));
@@ -132,8 +132,25 @@ describe('admin CLI commands', () => {
     }
     const help = await run(['help']);
     expect(help.code).toBe(0);
-    for (const name of ['create-tenant', 'list-tenants', 'get-tenant', 'disable', 'enable', 'rotate-secret', 'expire-previous', 'revoke-all', 'rotate-host-sync', 'audit']) {
+    for (const name of ['create-tenant', 'list-tenants', 'get-tenant', 'disable', 'enable', 'rotate-secret', 'expire-previous', 'revoke-all', 'rotate-host-sync', 'explain-token', 'audit']) {
       expect(help.stdout).toContain(name);
+    }
+  });
+
+  it('help lines up every description in one column, at least two spaces after its synopsis (#29)', async () => {
+    const help = await run(['help']);
+    const rows = help.stdout.split('\n').filter((line) => /^ {2}\S/.test(line));
+    expect(rows.length).toBe(Object.keys(COMMANDS).length + 1);
+    const columns = new Set(rows.map((line) => /^ {2}\S.*?\S {2,}(?=\S)/.exec(line)?.[0].length));
+    expect([...columns]).toHaveLength(1);
+    expect(columns.has(undefined)).toBe(false);
+  });
+
+  it('explain-token refuses bad usage (no token, two tokens, - on a terminal)', async () => {
+    for (const argv of [['explain-token'], ['explain-token', 'a', 'b'], ['explain-token', '-']]) {
+      const res = await run(argv);
+      expect(res.code, argv.join(' ')).toBe(2);
+      expect(res.stderr).toMatch(/^error: explain-token/);
     }
   });
 

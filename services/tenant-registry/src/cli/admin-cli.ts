@@ -5,7 +5,7 @@ import { loadCliConfig } from './config';
 process.exitCode = await runAdminCli(process.argv.slice(2), loadCliConfig(), {
   out: (text) => process.stdout.write(`${text}\n`),
   err: (text) => process.stderr.write(`${text}\n`),
-  // Touched only by `rules set` without a file: opening stdin for other commands would be wasted work.
+  // Touched only by `rules set` without a file and `explain-token -`: opening stdin for other commands would be wasted work.
   stdin: {
     get isTTY() {
       return process.stdin.isTTY === true;

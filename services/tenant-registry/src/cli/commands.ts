@@ -51,6 +51,11 @@ export const COMMANDS: Record<string, Command> = {
     help: "one user of a tenant: revoke its tokens issued before S (unix seconds, default now; closes its connections, 4401), or disconnect it (4409)",
     request: usersRequest,
   },
+  'explain-token': {
+    args: 'JWT|-',
+    help: 'why a user token is refused (or accepted): reason code, meaning, fix, decoded header and claims; - reads stdin',
+    request: explainRequest,
+  },
   audit: {
     args: '[--tenant ID] [--limit N] [--cursor C]',
     help: 'the admin audit log, newest first',
@@ -59,12 +64,13 @@ export const COMMANDS: Record<string, Command> = {
 };
 
 export function usage(): string {
-  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${`${name} ${c.args}`.padEnd(44)}${c.help}`);
+  const rows: Array<[string, string]> = [...Object.entries(COMMANDS).map(([name, c]): [string, string] => [`${name} ${c.args}`.trim(), c.help]), ['help', 'show this text']];
+  // Every description starts in the same column, two spaces past the longest synopsis.
+  const width = Math.max(...rows.map(([synopsis]) => synopsis.length)) + 2;
   return [
     'usage: npm run admin -- <command> [args]',
     '',
-    ...lines,
-    `  ${'help'.padEnd(44)}show this text`,
+    ...rows.map(([synopsis, help]) => `  ${synopsis.padEnd(width)}${help}`),
     '',
     'REGISTRY_URL (default http://127.0.0.1:8082) is the registry; ADMIN_TOKEN comes from the',
     'environment, else from DATA_DIR/secrets.env (DATA_DIR defaults to ./.data).',
@@ -124,6 +130,18 @@ function usersRequest(args: string[]): CliRequest {
   if (rest.length === 0) return { method: 'POST', path, tenant: id, body: '{}' };
   if (rest.length !== 2 || rest[0] !== '--before' || !/^\d{1,12}$/.test(rest[1]!)) throw new UsageError('users revoke takes optionally --before S (unix seconds, at most now + 60)');
   return { method: 'POST', path, tenant: id, body: JSON.stringify({ issued_before: Number(rest[1]) }) };
+}
+
+/** `explain-token JWT`, or `explain-token -` with the token on standard input (kept out of the shell history). */
+async function explainRequest(args: string[], ctx: CommandContext): Promise<CliRequest> {
+  if (args.length !== 1) throw new UsageError('explain-token takes exactly one token (or - to read it from standard input)');
+  let token = args[0]!;
+  if (token === '-') {
+    const stdin = ctx.io.stdin;
+    if (!stdin || stdin.isTTY) throw new UsageError('explain-token - reads the token from standard input (a pipe or a redirect, not a terminal)');
+    token = (await stdin.read()).trim();
+  }
+  return { method: 'POST', path: '/admin/explain_token', body: JSON.stringify({ token }) };
 }
 
 /** Bounded like the registry's body limit, so a wrong file fails here and not halfway through an upload. */

@@ -12,7 +12,7 @@ export const ACTIONS: ReadonlyArray<readonly [string, TenantAction]> = [
 ];
 
 export interface AdminCall {
-  /** The route's name (create, list, get, audit, a TenantAction, or get/set/reset_channel_rules), or "unknown". */
+  /** The route's name (create, list, get, audit, explain_token, a TenantAction, or get/set/reset_channel_rules), or "unknown". */
   action: string;
   /** The tenant the path names, when it is a well-formed id. */
   tenantId: string | null;
@@ -42,6 +42,7 @@ export function describeAdminCall(method: string, path: string): AdminCall {
   const head = first?.toLowerCase();
   const m = method === 'HEAD' ? 'GET' : method;
   if (head === 'audit' && segments.length === 1) return { action: m === 'GET' ? 'audit' : 'unknown', tenantId: null };
+  if (head === 'explain_token' && segments.length === 1) return { action: m === 'POST' ? 'explain_token' : 'unknown', tenantId: null };
   if (head !== 'tenants') return { action: 'unknown', tenantId: null };
   if (id === undefined) return { action: m === 'POST' ? 'create' : m === 'GET' ? 'list' : 'unknown', tenantId: null };
   const tenantId = isCanonicalUuid(id) ? id : null;

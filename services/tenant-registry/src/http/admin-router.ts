@@ -1,5 +1,5 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import { channelRulesJson, errorBody, httpStatusFor, isCanonicalUuid, parseChannelRules, RelayError, sendJson, type ErrorCode, type Logger } from '@service-relay/core';
+import { channelRulesJson, errorBody, httpStatusFor, isCanonicalUuid, MAX_TOKEN_BYTES, parseChannelRules, RelayError, sendJson, type ErrorCode, type Logger } from '@service-relay/core';
 import { authorizationOf, bearerToken, readBodyLimited, WWW_AUTHENTICATE } from '@service-relay/edge';
 import { UNAUTHENTICATED, type AdminTokens } from '../audit/admin-tokens';
 import type { AuditLog } from '../audit/audit-log';
@@ -14,6 +14,7 @@ import { ACTIONS, CHANNEL_RULES_PATH, describeAdminCall, USER_ACTIONS, type Admi
 import { decodeAuditCursor, encodeAuditCursor, toAuditView } from './audit-view';
 import { decodeCursor, encodeCursor, parseLimit } from './list-cursor';
 import { errorCodeFor, NO_STORE } from './send';
+import type { TokenExplainer } from '../verifier/token-explainer';
 
 /** Admin calls take no body; a small limit keeps junk cheap to refuse. */
 const MAX_ADMIN_BODY_BYTES = 1024;
@@ -34,11 +35,15 @@ function rawBodyUpTo(limit: number) {
   };
 }
 const rawBody = rawBodyUpTo(MAX_ADMIN_BODY_BYTES);
+/** explain_token's body: `{"token": ...}` with a token up to twice the verifier's limit (a too_large one is explained too). */
+const MAX_EXPLAIN_BODY_BYTES = 2 * MAX_TOKEN_BYTES + 1024;
 
 export interface AdminRouterDeps {
   admin: TenantAdmin;
   /** A user's token revocation and disconnect (#13), the same actions the host server API takes; absent, those routes answer 404. */
   users?: UserActions | undefined;
+  /** The verifier's explanation of a token (explain_token); absent, that route answers 404. */
+  explainer?: TokenExplainer | undefined;
   adminTokens: AdminTokens;
   audit: AuditLog;
   metrics: RegistryMetrics;
@@ -181,6 +186,32 @@ export function adminRouter(deps: AdminRouterDeps): Router {
         })
         .all(methodNotAllowed('POST'));
     }
+  }
+
+  // Why a token is refused (#29): the verifier's own verdict, for an operator.
+  // The public answer stays the uniform 401; the token is neither logged nor
+  // audited, only the tenant it names.
+  if (deps.explainer) {
+    const explainer = deps.explainer;
+    router
+      .route('/explain_token')
+      .post(named('explain_token'), rawBodyUpTo(MAX_EXPLAIN_BODY_BYTES), async (req, res) => {
+        let body: unknown;
+        try {
+          body = optionalJsonBody(req);
+        } catch {
+          body = undefined;
+        }
+        const token = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>).token : undefined;
+        if (typeof token !== 'string' || Object.keys(body as object).length !== 1) {
+          return answer(req, res, 400, errorBody('invalid_body', { problem: 'the body is {"token": "<the JWT>"}' }), {}, 'invalid_body');
+        }
+        const explanation = await explainer.explain(token);
+        const tenantId = explanation.claims?.tenant_id;
+        if (typeof tenantId === 'string' && isCanonicalUuid(tenantId)) res.locals.call = { ...(res.locals.call as AdminCall), tenantId };
+        await answer(req, res, 200, explanation);
+      })
+      .all(methodNotAllowed('POST'));
   }
 
   router

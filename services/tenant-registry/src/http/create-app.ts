@@ -10,6 +10,7 @@ import { adminRouter } from './admin-router';
 import { hostApi, type HostApiDeps } from './host-api';
 import { hostSyncFetch, type HostFetchLimit } from './host-sync-fetch';
 import { errorCodeFor, NO_STORE } from './send';
+import type { TokenExplainer } from '../verifier/token-explainer';
 
 export interface AppDeps {
   admin: TenantAdmin;
@@ -22,6 +23,8 @@ export interface AppDeps {
   hostFetch?: HostFetchLimit;
   /** The host server API (#13); absent, only the fetch is served under /api/host. */
   hostApi?: Omit<HostApiDeps, 'hostSync' | 'metrics' | 'logger' | 'limit'>;
+  /** The admin API's explain_token (#29); absent, that route answers 404. */
+  explainer?: TokenExplainer;
 }
 
 /** The registry's HTTP API: host-sync fetch and admin API (ops endpoints are served in front of it). */

@@ -136,7 +136,7 @@ const NOT_READ = Symbol('not read');
 
 /** The JSON body; undefined for an empty one; NOT_READ once answered (413, or 400 for malformed JSON). */
 async function readJson(req: Request, res: Response, limit: number): Promise<unknown> {
-  const raw = await readBodyOrRefuse(req, res, limit, { drain: true });
+  const raw = await readBodyOrRefuse(req, res, limit);
   if (raw === undefined) return NOT_READ;
   const text = raw.toString('utf8');
   if (text.trim() === '') return undefined;
