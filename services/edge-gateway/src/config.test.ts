@@ -22,6 +22,7 @@ describe('loadConfig', () => {
       verifyDeadlineMs: 2000,
       authCacheTtlS: 30,
       trustProxy: false,
+      overload: { refusedPerAddressPerMinute: 120, maxInFlight: 2000, maxEventLoopDelayMs: 500 },
       redis: { url: undefined, prefix: 'relay:' },
     });
     expect(Object.isFrozen(c)).toBe(true);
@@ -32,6 +33,11 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...base, CORS_ORIGINS: 'https://a.example, http://localhost:3000' }).corsOrigins).toEqual(['https://a.example', 'http://localhost:3000']);
     expect(loadConfig({ ...base, CORS_ORIGINS: '*' }).corsOrigins).toBe('*');
     expect(loadConfig({ ...base, TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+  });
+
+  it('reads the overload settings; SHED_EVENT_LOOP_DELAY_MS=0 turns the delay check off', () => {
+    const c = loadConfig({ ...base, REFUSED_AUTH_RATE_LIMIT: '30', MAX_REQUESTS_IN_FLIGHT: '50', SHED_EVENT_LOOP_DELAY_MS: '0' });
+    expect(c.overload).toEqual({ refusedPerAddressPerMinute: 30, maxInFlight: 50, maxEventLoopDelayMs: 0 });
   });
 
   it('takes REALTIME_URL as a comma-separated list of instances (the first is realtimeUrl)', () => {
@@ -65,6 +71,10 @@ describe('loadConfig', () => {
     [{ INTERNAL_TOKEN: 'change-me-internal-token-at-least-32-chars' }, 'INTERNAL_TOKEN'],
     [{ ...base, CORS_ORIGINS: 'https://a.example/path' }, 'CORS_ORIGINS'],
     [{ ...base, TRUST_PROXY: 'maybe' }, 'TRUST_PROXY'],
+    [{ ...base, REFUSED_AUTH_RATE_LIMIT: '0' }, 'REFUSED_AUTH_RATE_LIMIT'],
+    [{ ...base, MAX_REQUESTS_IN_FLIGHT: '0' }, 'MAX_REQUESTS_IN_FLIGHT'],
+    [{ ...base, SHED_EVENT_LOOP_DELAY_MS: '5' }, 'SHED_EVENT_LOOP_DELAY_MS'],
+    [{ ...base, SHED_EVENT_LOOP_DELAY_MS: '-1' }, 'SHED_EVENT_LOOP_DELAY_MS'],
   ])('names the bad variable (%o)', (env, variable) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(expect.objectContaining({ variable }));

@@ -42,9 +42,20 @@ export interface GatewayConfig {
   authCacheTtlS: number;
   /** Take the client address from X-Forwarded-For (last hop) instead of the socket. */
   trustProxy: boolean;
+  /** Overload protection (docs/OPERATIONS.md "Overload"). */
+  overload: OverloadConfig;
   /** OTEL_EXPORTER_OTLP_ENDPOINT and the sampler; off without an endpoint. */
   tracing: TracingConfig;
   logLevel: string;
+}
+
+export interface OverloadConfig {
+  /** REFUSED_AUTH_RATE_LIMIT: refused credentials per client address a minute before the gateway answers 429 itself. */
+  refusedPerAddressPerMinute: number;
+  /** MAX_REQUESTS_IN_FLIGHT: requests being answered at once; past it new ones get 503. */
+  maxInFlight: number;
+  /** SHED_EVENT_LOOP_DELAY_MS: event-loop delay (p99 of the last 250 ms) past which new requests get 503; 0 = off. */
+  maxEventLoopDelayMs: number;
 }
 
 export interface LoadOptions {
@@ -81,6 +92,11 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
     verifyDeadlineMs: r.int('VERIFY_DEADLINE_MS', 2000, 10, 60_000),
     authCacheTtlS: r.int('AUTH_CACHE_TTL_S', 30, 0, 3600),
     trustProxy: r.bool('TRUST_PROXY', false),
+    overload: Object.freeze({
+      refusedPerAddressPerMinute: r.int('REFUSED_AUTH_RATE_LIMIT', 120, 1, 1_000_000),
+      maxInFlight: r.int('MAX_REQUESTS_IN_FLIGHT', 2000, 1, 1_000_000),
+      maxEventLoopDelayMs: readDelay(r),
+    }),
     tracing: Object.freeze(readTracingConfig(r)),
     logLevel: r.logLevel(),
   };
@@ -100,6 +116,13 @@ function readUrlList(r: EnvReader, name: string, fallback: string): readonly str
   const urls = items.map((item) => stripSlash(new EnvReader({ [name]: item }).url(name, ['http:', 'https:'], fallback)));
   if (new Set(urls).size !== urls.length) throw new ConfigError(name, 'lists the same URL twice');
   return Object.freeze(urls);
+}
+
+/** 0 turns the check off; otherwise at least 10 ms (the monitor's resolution). */
+function readDelay(r: EnvReader): number {
+  const v = r.int('SHED_EVENT_LOOP_DELAY_MS', 500, 0, 60_000);
+  if (v > 0 && v < 10) throw new ConfigError('SHED_EVENT_LOOP_DELAY_MS', `must be 0 (off) or between 10 and 60000, got ${v}`);
+  return v;
 }
 
 function stripSlash(url: string): string {

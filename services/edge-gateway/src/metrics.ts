@@ -10,7 +10,13 @@ export interface GatewayMetrics {
   request(route: RouteLabel, status: number): void;
   upstreamError(upstream: string, kind: 'unavailable' | 'timeout'): void;
   rateLimited(): void;
+  /** Answered 429 by the gateway itself: the client address is past its budget of refused credentials. */
+  refusedAuthLimited(route: RouteLabel): void;
+  /** Answered 503 before any work: the gateway is past its in-flight or event-loop-delay bound. */
+  shed(reason: 'in_flight' | 'event_loop_delay'): void;
   /** WebSockets proxied to realtime and open now (+1 at the 101, -1 at close). */
+  /** Reports the shedder's state at each scrape (requests in flight, the last sampled event-loop delay). */
+  observeLoad(current: () => { inFlight: number; eventLoopDelayMs: number }): void;
   websocketOpened(): void;
   websocketClosed(): void;
   auth: AuthObserver;
@@ -30,12 +36,26 @@ export function createGatewayMetrics(): GatewayMetrics {
   const cacheMisses = new Counter({ name: 'gateway_auth_cache_misses_total', help: 'Tokens not in the verification cache', registers: [registry] });
   const upstreamErrors = new Counter({ name: 'gateway_upstream_errors_total', help: 'Upstream failures by upstream and kind', labelNames: ['upstream', 'kind'], registers: [registry] });
   const limited = new Counter({ name: 'gateway_host_fetch_rate_limited_total', help: 'Host-sync fetches refused by the rate limit', registers: [registry] });
+  const refusedLimited = new Counter({ name: 'gateway_refused_auth_limited_total', help: 'Requests answered 429 because their client address is past its budget of refused credentials', labelNames: ['route'], registers: [registry] });
+  const shed = new Counter({ name: 'gateway_shed_requests_total', help: 'Requests answered 503 before any work, by the bound that was passed', labelNames: ['reason'], registers: [registry] });
   const websockets = new Gauge({ name: 'gateway_websockets', help: 'WebSockets proxied to realtime, open now', registers: [registry] });
+  let load: () => { inFlight: number; eventLoopDelayMs: number } = () => ({ inFlight: 0, eventLoopDelayMs: 0 });
+  new Gauge({ name: 'gateway_requests_in_flight', help: 'Requests admitted and not yet answered', registers: [registry], collect() {
+    this.set(load().inFlight);
+  } });
+  new Gauge({ name: 'gateway_event_loop_delay_seconds', help: 'Event-loop delay (p99) of the shedder\'s last sample', registers: [registry], collect() {
+    this.set(load().eventLoopDelayMs / 1000);
+  } });
   return {
     registry,
+    observeLoad: (current) => {
+      load = current;
+    },
     request: (route, status) => requests.inc({ route, status: String(status) }),
     upstreamError: (upstream, kind) => upstreamErrors.inc({ upstream, kind }),
     rateLimited: () => limited.inc(),
+    refusedAuthLimited: (route) => refusedLimited.inc({ route }),
+    shed: (reason) => shed.inc({ reason }),
     websocketOpened: () => websockets.inc(),
     websocketClosed: () => websockets.dec(),
     auth: {

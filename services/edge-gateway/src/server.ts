@@ -6,6 +6,8 @@ import { Authenticator } from './auth/authenticator';
 import { VerificationCache } from './auth/verification-cache';
 import type { GatewayConfig } from './config';
 import { createApp } from './http/create-app';
+import { LoadShedder } from './limits/load-shedder';
+import { RefusalBudget } from './limits/refusal-budget';
 import { createGatewayMetrics } from './metrics';
 import { gatewayReadiness } from './http/readiness';
 import { createUpstreamAgent } from './http/upstream-agent';
@@ -47,7 +49,12 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
   const cache = new VerificationCache({ ttlMs: config.authCacheTtlS * 1000, maxEntries: AUTH_CACHE_MAX_ENTRIES, clock });
   const authenticator = new Authenticator({ verifier, cache, feed, logger, observer: metrics.auth });
   const agent = createUpstreamAgent();
+  const budget = new RefusalBudget({ limit: config.overload.refusedPerAddressPerMinute, windowMs: 60_000, clock });
+  const shedder = new LoadShedder({ maxInFlight: config.overload.maxInFlight, maxEventLoopDelayMs: config.overload.maxEventLoopDelayMs });
+  metrics.observeLoad(() => shedder.current);
   const app = createApp({
+    budget,
+    shedder,
     config,
     logger,
     metrics,
@@ -81,6 +88,7 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
       wsProxy.closeAll();
       await closing;
       agent.destroy();
+      shedder.close();
       authenticator.close();
       if (!deps.feed) feed.close();
       if (!deps.verifier) verifier.close();

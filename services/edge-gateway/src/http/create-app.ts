@@ -1,9 +1,11 @@
 import type { Agent, IncomingMessage, ServerResponse } from 'node:http';
-import { capabilityJson, DATA_LIMIT_HEADERS, handleOps, sendError, type ErrorCode, type Logger, type ReadinessCheck } from '@service-relay/core';
+import { capabilityJson, DATA_LIMIT_HEADERS, handleOps, LIMIT_HEADER, sendError, type ErrorCode, type Logger, type ReadinessCheck } from '@service-relay/core';
 import { authorizationOf, bearerToken, declaredTooLarge, INVALID_TOKEN_HEADERS, readBodyOrRefuse, refuseTooLarge } from '@service-relay/edge';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Authenticator } from '../auth/authenticator';
 import type { GatewayConfig } from '../config';
+import type { LoadShedder } from '../limits/load-shedder';
+import type { RefusalBudget } from '../limits/refusal-budget';
 import { MAX_API_BODY_BYTES, MAX_HOST_API_BODY_BYTES, MAX_HOST_FETCH_BODY_BYTES } from './body-limit';
 import { applyCors } from './cors';
 import type { GatewayMetrics } from '../metrics';
@@ -12,7 +14,7 @@ import { createUpstreamProxy, type ForwardFn } from './upstream-proxy';
 import { roundRobin } from './upstream-pool';
 
 export interface AppOptions {
-  config: Pick<GatewayConfig, 'registryUrl' | 'realtimeUrl' | 'internalToken' | 'corsOrigins' | 'upstreamTimeoutMs' | 'trustProxy'> & Partial<Pick<GatewayConfig, 'maxRequestHeaders' | 'realtimeUrls' | 'registryUrls'>>;
+  config: Pick<GatewayConfig, 'registryUrl' | 'realtimeUrl' | 'internalToken' | 'corsOrigins' | 'upstreamTimeoutMs' | 'trustProxy'> & Partial<Pick<GatewayConfig, 'maxRequestHeaders' | 'realtimeUrls' | 'registryUrls' | 'overload'>>;
   logger: Logger;
   metrics: GatewayMetrics;
   readiness: ReadinessCheck;
@@ -24,6 +26,10 @@ export interface AppOptions {
    * configuration variable reaches this, so production always authenticates.
    */
   authenticate?: boolean;
+  /** Per client address budget of refused credentials (docs/OPERATIONS.md "Overload"); none: unlimited. */
+  budget?: RefusalBudget;
+  /** Sheds new requests past the in-flight and event-loop-delay bounds; none: never. */
+  shedder?: LoadShedder;
 }
 
 /**
@@ -35,6 +41,9 @@ export interface AppOptions {
 const HOST_FETCH_PATH = /^\/api\/host\/tenants\/[^/]*\/jwt_secret\/fetch\/?$/;
 /** Everything else a host server calls (#13: publish, presence, disconnect, revoke_tokens); the registry routes and judges it. */
 const HOST_API_PATH = /^\/api\/host\/tenants\/[^/]*\/.+$/;
+
+/** The tenant segment of a host path (`/api/host/tenants/{segment}/…`), raw. */
+const HOST_TENANT_SEGMENT = /^\/api\/host\/tenants\/([^/]*)\//;
 
 /** Default cap on request header fields (MAX_REQUEST_HEADERS); browsers send about 20. */
 const DEFAULT_MAX_REQUEST_HEADERS = 100;
@@ -62,6 +71,8 @@ export function createApp(opts: AppOptions): Express {
   const realtime = roundRobin(config.realtimeUrls ?? [config.realtimeUrl]);
   const toRealtime = createUpstreamProxy({ ...proxyBase, name: 'realtime', target: realtime.urls[0]!, ...(realtime.size > 1 && { router: realtime.next }), stripAuthorization: true });
   const ops = { metrics: metrics.registry, readiness: opts.readiness };
+  const { budget, shedder } = opts;
+  const limitedHeaders = (retryAfterS: number) => ({ 'retry-after': String(retryAfterS), [LIMIT_HEADER]: String(budget!.limit) });
 
   const app = express();
   app.disable('x-powered-by');
@@ -86,13 +97,47 @@ export function createApp(opts: AppOptions): Express {
       ctx.route = 'ops';
       return;
     }
+    // Health and metrics above are exempt: an orchestrator must see an overloaded gateway as alive.
+    if (shedder) {
+      const reason = shedder.shed();
+      if (reason !== undefined) {
+        metrics.shed(reason);
+        const limit = reason === 'in_flight' ? config.overload?.maxInFlight : config.overload?.maxEventLoopDelayMs;
+        return fail(res, 'unavailable', { 'retry-after': '1', ...(limit !== undefined && { [LIMIT_HEADER]: String(limit) }) });
+      }
+      res.once('close', () => shedder.done());
+    }
     next();
   });
+
+  /**
+   * Host routes: past its budget an address is answered 429 here unless it
+   * presents a credential the registry accepted recently; the registry's
+   * refusals (401, and its own 429) count toward the budget.
+   */
+  const hostBudget = (req: Request, res: Response): boolean => {
+    if (!budget) return true;
+    const ctx = contextOf(req);
+    const segment = HOST_TENANT_SEGMENT.exec(req.path)?.[1] ?? '';
+    const authorization = authorizationOf(req) ?? '';
+    const exhausted = budget.exhausted(ctx.clientAddress);
+    if (exhausted !== undefined && !budget.credentialWasServed(segment, authorization)) {
+      metrics.refusedAuthLimited(ctx.route);
+      fail(res, 'rate_limited', limitedHeaders(exhausted));
+      return false;
+    }
+    res.once('finish', () => {
+      if (res.statusCode === 401 || res.statusCode === 429) budget.refused(ctx.clientAddress);
+      else if (res.statusCode >= 200 && res.statusCode < 300) budget.credentialServed(segment, authorization);
+    });
+    return true;
+  };
 
   app.all(HOST_FETCH_PATH, async (req: Request, res: Response) => {
     const ctx = contextOf(req);
     ctx.route = 'host_fetch';
     if (req.method !== 'POST') return fail(res, 'method_not_allowed', { allow: 'POST' });
+    if (!hostBudget(req, res)) return;
     // The registry rate-limits failed fetches (its own port is public too, so
     // the rule lives in one place); it counts them per client address, which
     // only the gateway knows, vouched for by the internal token.
@@ -112,6 +157,7 @@ export function createApp(opts: AppOptions): Express {
     const ctx = contextOf(req);
     ctx.route = 'host_api';
     if (declaredTooLarge(req, MAX_HOST_API_BODY_BYTES)) return refuseTooLarge(req, res);
+    if (!hostBudget(req, res)) return;
     res.once('finish', () => {
       if (res.statusCode === 429) metrics.rateLimited();
     });
@@ -131,12 +177,27 @@ export function createApp(opts: AppOptions): Express {
     if (declaredTooLarge(req, MAX_API_BODY_BYTES)) return refuseTooLarge(req, res, DATA_LIMIT_HEADERS);
     const headers: Record<string, string> = { 'x-internal-token': config.internalToken, 'x-request-id': ctx.requestId };
     if (authenticate) {
+      // Past its budget an address is answered 429 for every refusal, and only tokens of a
+      // tenant served recently still reach the verifier (a valid client behind it keeps working).
+      const exhausted = budget?.exhausted(ctx.clientAddress);
+      const refuse = () => {
+        if (exhausted === undefined) {
+          budget?.refused(ctx.clientAddress);
+          return fail(res, 'invalid_or_missing_token', INVALID_TOKEN_HEADERS);
+        }
+        metrics.refusedAuthLimited('api_v1');
+        return fail(res, 'rate_limited', limitedHeaders(exhausted));
+      };
       const token = bearerToken(authorizationOf(req));
-      if (token === undefined) return fail(res, 'invalid_or_missing_token', INVALID_TOKEN_HEADERS);
+      if (token === undefined) return refuse();
+      if (exhausted !== undefined && !budget!.tokenOfServedTenant(token)) return refuse();
       let result;
       try {
         const verdict = authenticator!.check(token);
-        result = verdict instanceof Promise ? await verdict : verdict;
+        if (verdict instanceof Promise) {
+          result = await verdict;
+          if (result.valid) budget?.tenantServed(result.identity.tenantId);
+        } else result = verdict;
       } catch (err) {
         logger.warn({ request_id: ctx.requestId, err: (err as Error).message }, 'token check unavailable');
         return fail(res, 'auth_unavailable');
@@ -144,7 +205,7 @@ export function createApp(opts: AppOptions): Express {
       if (!result.valid) {
         // The verifier's reason code (never the token): why a client is refused is an operator's first question.
         logger.info({ request_id: ctx.requestId, reason: result.reason }, 'token refused');
-        return fail(res, 'invalid_or_missing_token', INVALID_TOKEN_HEADERS);
+        return refuse();
       }
       const id = result.identity;
       ctx.tenantId = id.tenantId;
