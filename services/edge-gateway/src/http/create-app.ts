@@ -102,6 +102,7 @@ export function createApp(opts: AppOptions): Express {
       const reason = shedder.shed();
       if (reason !== undefined) {
         metrics.shed(reason);
+        ctx.quiet = true;
         const limit = reason === 'in_flight' ? config.overload?.maxInFlight : config.overload?.maxEventLoopDelayMs;
         return fail(res, 'unavailable', { 'retry-after': '1', ...(limit !== undefined && { [LIMIT_HEADER]: String(limit) }) });
       }
@@ -123,6 +124,7 @@ export function createApp(opts: AppOptions): Express {
     const exhausted = budget.exhausted(ctx.clientAddress);
     if (exhausted !== undefined && !budget.credentialWasServed(segment, authorization)) {
       metrics.refusedAuthLimited(ctx.route);
+      ctx.quiet = true;
       fail(res, 'rate_limited', limitedHeaders(exhausted));
       return false;
     }
@@ -186,6 +188,7 @@ export function createApp(opts: AppOptions): Express {
           return fail(res, 'invalid_or_missing_token', INVALID_TOKEN_HEADERS);
         }
         metrics.refusedAuthLimited('api_v1');
+        ctx.quiet = true;
         return fail(res, 'rate_limited', limitedHeaders(exhausted));
       };
       const token = bearerToken(authorizationOf(req));

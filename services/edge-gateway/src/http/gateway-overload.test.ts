@@ -77,7 +77,11 @@ describe('edge-gateway: per-address budget of refused credentials', () => {
     await expectLimited(await me(host, tokenFor(randomUUID())));
   });
 
-  it('counts the 429s on its metrics', async () => {
+  it('counts the 429s on its metrics and logs them at debug only (a flood of refusals must not become a flood of logs)', async () => {
+    const lines = h.logs.map((l) => JSON.parse(l) as { msg: string; status?: number; level: number }).filter((l) => l.msg === 'request');
+    expect(lines.filter((l) => l.status === 429).map((l) => l.level)).toContain(20);
+    expect(lines.filter((l) => l.status === 429).every((l) => l.level === 20)).toBe(true);
+    expect(lines.filter((l) => l.status === 401).every((l) => l.level === 30)).toBe(true);
     const text = await (await fetch(`${h.url}/metrics`)).text();
     expect(text).toMatch(/gateway_refused_auth_limited_total\{route="api_v1"[^}]*\} [1-9]/);
     expect(text).toMatch(/gateway_refused_auth_limited_total\{route="host_fetch"[^}]*\} [1-9]/);

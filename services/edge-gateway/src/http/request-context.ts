@@ -10,6 +10,8 @@ export interface RequestContext {
   route: RouteLabel;
   tenantId?: string;
   started: number;
+  /** Answered by a limit (the refused-credential budget, shedding): counted in metrics, logged at debug only. */
+  quiet?: boolean;
 }
 
 const contexts = new WeakMap<IncomingMessage, RequestContext>();
@@ -44,8 +46,9 @@ export function beginRequest(req: IncomingMessage, res: ServerResponse, opts: { 
       tenant_id: ctx.tenantId,
       completed: res.writableFinished,
     };
-    // Health probes every few seconds would drown the log at info.
-    if (ctx.route === 'ops') opts.logger.debug(line, 'request');
+    // Health probes every few seconds would drown the log at info, and so
+    // would a flood of refusals by a limit (each one is counted instead).
+    if (ctx.route === 'ops' || ctx.quiet) opts.logger.debug(line, 'request');
     else opts.logger.info(line, 'request');
   });
   return ctx;
