@@ -1,4 +1,5 @@
 import { Agent, request } from 'node:http';
+import { cpus, loadavg } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import type { FaultStack, ServiceName } from './support/fault-stack';
 import { cpuSeconds, HostileLoad } from './support/hostile-load';
@@ -84,11 +85,8 @@ describe('faults: overload (hostile traffic above what the machine serves)', () 
     const procs = (['registry', ...CONSUMERS] as const).map((n) => [n, stack.services[n].pid] as const);
     const cpuBefore = procs.map(([, pid]) => cpuSeconds(pid));
     const load = new HostileLoad({ gatewayUrl: stack.gatewayUrl, rate: RATE, durationMs: LOAD_MS, addresses: ADDRESSES, tenantId: valid.id, clientId: valid.clientId });
+    const loadBefore = loadavg()[0]!;
     const startedAt = Date.now();
-    const { monitorEventLoopDelay } = await import('node:perf_hooks');
-    const lag = monitorEventLoopDelay({ resolution: 10 });
-    lag.enable();
-    const selfCpu = process.cpuUsage();
     load.start();
     try {
       // The valid tenant: one request every VALID_INTERVAL_MS (open loop), each with a new token.
@@ -104,32 +102,25 @@ describe('faults: overload (hostile traffic above what the machine serves)', () 
       const disable = await stack.admin('POST', `/admin/tenants/${disabled.id}/disable`);
       const disabledAfter = await gatewayMe(stack, disabledToken);
       await valids;
-      const valid200 = await Promise.all(answers);
+      const validAnswers = await Promise.all(answers);
       const hostile = await load.result();
       const wallS = (Date.now() - startedAt) / 1000;
       const cpu = procs.map(([name], i) => `${name} ${Math.round(((cpuSeconds(procs[i]![1]) - cpuBefore[i]!) / wallS) * 100)}%`);
       const lossesAfter = await leaseLosses(stack);
-      if (process.env.DEBUG_OVERLOAD) {
-        console.log('test process lag p50/p99/max ms', lag.percentile(50) / 1e6, lag.percentile(99) / 1e6, lag.max / 1e6, 'cpu s', (process.cpuUsage(selfCpu).user + process.cpuUsage(selfCpu).system) / 1e6);
-        const d = stack.services.gateway.logs.split('\n').filter((l) => l.includes('"client":"127.0.0.1"') && l.includes('"route":"api_v1"')).map((l) => JSON.parse(l) as { duration_ms: number; status: number });
-        const ds = d.map((x) => x.duration_ms).sort((a, b) => a - b);
-        console.log('gateway-side valid durations', d.length, percentile(ds, 50), percentile(ds, 99), ds.at(-1), JSON.stringify(d.reduce<Record<number, number>>((a, x) => ((a[x.status] = (a[x.status] ?? 0) + 1), a), {})));
-        console.log(stack.services.gateway.logs.split('\n').filter((l) => /warn|error/.test(l)).slice(0, 5).join('\n'));
-      }
-      if (process.env.DEBUG_OVERLOAD) for (const n of ['gateway', 'verifier1', 'registry'] as const) console.log(n, (await (await fetch(stack.metricsUrl(n))).text()).split('\n').filter((l) => /^(gateway_auth_verify_seconds_(sum|count)|gateway_http|relay_\w+_(grpc|pool|key|lookup|fetch|host)|\w*(pg|pool|lookup)\w*)/.test(l)).join('\n'));
 
-      const latencies = valid200.filter((a) => a.status === 200).map((a) => a.ms).sort((a, b) => a - b);
+      // Over every valid request: one that got no answer counts with the 5 s it waited.
+      const latencies = validAnswers.map((a) => a.ms).sort((a, b) => a - b);
       const refusals: Record<string, number> = {};
-      for (const a of valid200.filter((x) => x.status !== 200)) refusals[`${a.status} ${a.code}`] = (refusals[`${a.status} ${a.code}`] ?? 0) + 1;
+      for (const a of validAnswers.filter((x) => x.status !== 200)) refusals[`${a.status} ${a.code}`] = (refusals[`${a.status} ${a.code}`] ?? 0) + 1;
       const lost = Object.fromEntries(CONSUMERS.map((n) => [n, `${lossesAfter[n]!.metric - lossesBefore[n]!.metric}/${lossesAfter[n]!.logged - lossesBefore[n]!.logged}`]));
       const p99 = percentile(latencies, 99);
       console.log(
         `[faults] overload: hostile offered ${RATE}/s for ${hostile.seconds.toFixed(1)} s, sent ${Math.round(hostile.sent / hostile.seconds)}/s (${hostile.notSent} not sent: 1024 in flight per worker), answers ${JSON.stringify(hostile.counts)}, ${hostile.pending} unanswered at the end`,
       );
       console.log(
-        `[faults] overload: valid tenant ${valid200.length} requests (fresh tokens, every ${VALID_INTERVAL_MS} ms): ${latencies.length} 200, refused ${JSON.stringify(refusals)}; p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${(latencies.at(-1) ?? NaN).toFixed(1)} ms`,
+        `[faults] overload: valid tenant ${validAnswers.length} requests (fresh tokens, every ${VALID_INTERVAL_MS} ms): ${validAnswers.filter((a) => a.status === 200).length} 200, refused ${JSON.stringify(refusals)}; p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${(latencies.at(-1) ?? NaN).toFixed(1)} ms`,
       );
-      console.log(`[faults] overload: disable ${disable.status} in ${disable.ms} ms, its cached token then ${disabledAfter}; lease losses (metric/logged) ${JSON.stringify(lost)}; CPU over ${wallS.toFixed(1)} s: ${cpu.join(', ')}`);
+      console.log(`[faults] overload: disable ${disable.status} in ${disable.ms} ms, its cached token then ${disabledAfter}; lease losses (metric/logged) ${JSON.stringify(lost)}; CPU over ${wallS.toFixed(1)} s: ${cpu.join(', ')}; machine load average ${loadBefore.toFixed(1)} before, ${loadavg()[0]!.toFixed(1)} after (${cpus().length} cores)`);
 
       // The load was offered as planned (otherwise this proves nothing).
       expect(hostile.sent + hostile.notSent, 'the hostile load was offered at its rate').toBeGreaterThanOrEqual(0.9 * RATE * (LOAD_MS / 1000));
@@ -139,7 +130,7 @@ describe('faults: overload (hostile traffic above what the machine serves)', () 
       expect(refusals['503 auth_unavailable'] ?? 0, 'no valid request refused auth_unavailable').toBe(0);
       expect(refusals, 'every valid request answered 200').toEqual({});
       expect(p99, 'the valid tenant p99 (ms)').toBeLessThan(100);
-      expect([disable.status, disable.text.slice(0, 200)]).toEqual([200, expect.any(String)]);
+      expect(disable.status, disable.text).toBe(200);
       expect(disable.ms, 'the disable answered within 1 s').toBeLessThan(1000);
       expect(disabledAfter, 'the disabled tenant refused after its 200').toBe(401);
     } finally {

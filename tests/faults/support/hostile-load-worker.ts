@@ -2,7 +2,7 @@
  * One process of hostile HTTP load against the gateway (issue #28 item 5),
  * run by hostile-load.ts as `node --import tsx hostile-load-worker.ts <json>`.
  * Open loop: it offers `rate` requests per second whatever the answers, from
- * each of `addresses` in turn (16 keep-alive sockets bound to each loopback
+ * each of `addresses` in turn (4 keep-alive sockets bound to each loopback
  * source address), at most `maxInFlight` sent or waiting for a socket at
  * once (past that an offered request is counted as not sent). The mix is the issue's:
  * - GET /api/v1/me with a token of a random tenant (a well-formed HS256 JWT
@@ -111,7 +111,7 @@ class Lane {
   }
 }
 
-const LANES_PER_ADDRESS = 16;
+const LANES_PER_ADDRESS = 4;
 const lanes = args.addresses.flatMap((a) => Array.from({ length: LANES_PER_ADDRESS }, () => new Lane(a)));
 const counts: Record<string, number> = {};
 let sent = 0;
