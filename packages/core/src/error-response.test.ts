@@ -31,6 +31,18 @@ describe('error responses', () => {
     expect(rawErrorResponse('not_found')).not.toMatch(/retry-after/i);
   });
 
+  it('closeIfUnread closes the connection only when a declared body was not read: a refusal of a bodyless request keeps it alive', async () => {
+    server = createServer((_req, res) => sendError(res, 'rate_limited', {}, { closeIfUnread: true }));
+    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const get = await fetch(url);
+    expect([get.status, get.headers.get('connection')]).toEqual([429, 'keep-alive']);
+    const empty = await fetch(url, { method: 'POST', headers: { 'content-length': '0' } });
+    expect(empty.headers.get('connection')).toBe('keep-alive');
+    const unread = await fetch(url, { method: 'POST', body: 'x'.repeat(100_000) });
+    expect(unread.headers.get('connection')).toBe('close');
+  });
+
   it('rawErrorResponse is a complete HTTP/1.1 answer that closes the connection', () => {
     const raw = rawErrorResponse('not_found', 'X-Test: 1\r\n');
     const [head, body] = raw.split('\r\n\r\n');

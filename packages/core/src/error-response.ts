@@ -1,4 +1,4 @@
-import { STATUS_CODES, type ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import { errorBody, httpStatusFor, type ErrorCode } from './errors';
 import { sendJson } from './ops';
 
@@ -21,9 +21,23 @@ export function sendError(res: ServerResponse, code: ErrorCode, headers: Record<
     res.destroy();
     return;
   }
-  if (opts.closeIfUnread && res.req?.complete === false) res.setHeader('connection', 'close');
+  if (opts.closeIfUnread && res.req !== undefined && hasUnreadBody(res.req)) res.setHeader('connection', 'close');
   const status = httpStatusFor(code);
   sendJson(res, status, errorBody(code), status === 503 ? withRetryAfter(headers) : headers);
+}
+
+/**
+ * A body was declared and has not been read to its end. `complete` alone
+ * is not enough: Node sets it after the request handler's first turn even
+ * for a request without a body, so an answer given at once (a refusal by a
+ * limit) would close every connection, and a flood of refused requests
+ * would become a flood of new connections (measured: the gateway's accept
+ * queue full for a whole overload test, valid clients waiting seconds).
+ */
+function hasUnreadBody(req: IncomingMessage): boolean {
+  if (req.complete) return false;
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /**
