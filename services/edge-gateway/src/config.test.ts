@@ -22,7 +22,7 @@ describe('loadConfig', () => {
       verifyDeadlineMs: 2000,
       authCacheTtlS: 30,
       trustProxy: false,
-      overload: { refusedPerAddressPerMinute: 120, maxInFlight: 2000, maxEventLoopDelayMs: 500 },
+      overload: { refusedPerAddressPerMinute: 60, refusedBurst: 20, maxInFlight: 2000, maxEventLoopDelayMs: 500 },
       redis: { url: undefined, prefix: 'relay:' },
     });
     expect(Object.isFrozen(c)).toBe(true);
@@ -36,8 +36,8 @@ describe('loadConfig', () => {
   });
 
   it('reads the overload settings; SHED_EVENT_LOOP_DELAY_MS=0 turns the delay check off', () => {
-    const c = loadConfig({ ...base, REFUSED_AUTH_RATE_LIMIT: '30', MAX_REQUESTS_IN_FLIGHT: '50', SHED_EVENT_LOOP_DELAY_MS: '0' });
-    expect(c.overload).toEqual({ refusedPerAddressPerMinute: 30, maxInFlight: 50, maxEventLoopDelayMs: 0 });
+    const c = loadConfig({ ...base, REFUSED_AUTH_RATE_LIMIT: '30', REFUSED_AUTH_BURST: '5', MAX_REQUESTS_IN_FLIGHT: '50', SHED_EVENT_LOOP_DELAY_MS: '0' });
+    expect(c.overload).toEqual({ refusedPerAddressPerMinute: 30, refusedBurst: 5, maxInFlight: 50, maxEventLoopDelayMs: 0 });
   });
 
   it('takes REALTIME_URL as a comma-separated list of instances (the first is realtimeUrl)', () => {
@@ -72,6 +72,7 @@ describe('loadConfig', () => {
     [{ ...base, CORS_ORIGINS: 'https://a.example/path' }, 'CORS_ORIGINS'],
     [{ ...base, TRUST_PROXY: 'maybe' }, 'TRUST_PROXY'],
     [{ ...base, REFUSED_AUTH_RATE_LIMIT: '0' }, 'REFUSED_AUTH_RATE_LIMIT'],
+    [{ ...base, REFUSED_AUTH_BURST: '0' }, 'REFUSED_AUTH_BURST'],
     [{ ...base, MAX_REQUESTS_IN_FLIGHT: '0' }, 'MAX_REQUESTS_IN_FLIGHT'],
     [{ ...base, SHED_EVENT_LOOP_DELAY_MS: '5' }, 'SHED_EVENT_LOOP_DELAY_MS'],
     [{ ...base, SHED_EVENT_LOOP_DELAY_MS: '-1' }, 'SHED_EVENT_LOOP_DELAY_MS'],

@@ -50,8 +50,10 @@ export interface GatewayConfig {
 }
 
 export interface OverloadConfig {
-  /** REFUSED_AUTH_RATE_LIMIT: refused credentials per client address a minute before the gateway answers 429 itself. */
+  /** REFUSED_AUTH_RATE_LIMIT: refused credentials per client address a minute (sustained) before the gateway answers 429 itself. */
   refusedPerAddressPerMinute: number;
+  /** REFUSED_AUTH_BURST: how many refused credentials an address may cause at once. */
+  refusedBurst: number;
   /** MAX_REQUESTS_IN_FLIGHT: requests being answered at once; past it new ones get 503. */
   maxInFlight: number;
   /** SHED_EVENT_LOOP_DELAY_MS: event-loop delay (p99 of the last 250 ms) past which new requests get 503; 0 = off. */
@@ -93,7 +95,8 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
     authCacheTtlS: r.int('AUTH_CACHE_TTL_S', 30, 0, 3600),
     trustProxy: r.bool('TRUST_PROXY', false),
     overload: Object.freeze({
-      refusedPerAddressPerMinute: r.int('REFUSED_AUTH_RATE_LIMIT', 120, 1, 1_000_000),
+      refusedPerAddressPerMinute: r.int('REFUSED_AUTH_RATE_LIMIT', 60, 1, 1_000_000),
+      refusedBurst: r.int('REFUSED_AUTH_BURST', 20, 1, 1_000_000),
       maxInFlight: r.int('MAX_REQUESTS_IN_FLIGHT', 2000, 1, 1_000_000),
       maxEventLoopDelayMs: readDelay(r),
     }),

@@ -7,31 +7,34 @@ const tokenOf = (kid: unknown) => `${b64({ alg: 'HS256', typ: 'JWT', kid })}.${b
 const TENANT = '8f2a8c1e-3b4d-4e5f-9a6b-7c8d9e0f1a2b';
 
 describe('RefusalBudget', () => {
-  const make = (clock = new ManualClock(1_000_000)) => ({ clock, budget: new RefusalBudget({ limit: 3, windowMs: 60_000, clock }) });
+  const make = (clock = new ManualClock(1_000_000)) => ({ clock, budget: new RefusalBudget({ perMinute: 6, burst: 3, clock }) });
 
-  it('is exhausted after `limit` refusals from one address, until its window ends', () => {
+  it('lets an address cause `burst` refusals at once, then one per 60/perMinute seconds', () => {
     const { clock, budget } = make();
     for (let i = 0; i < 3; i++) {
       expect(budget.exhausted('10.0.0.1')).toBeUndefined();
       budget.refused('10.0.0.1');
     }
-    expect(budget.exhausted('10.0.0.1')).toBe(60);
+    expect(budget.exhausted('10.0.0.1'), 'Retry-After: the next one in 10 s').toBe(10);
     expect(budget.exhausted('10.0.0.2'), 'another address is not affected').toBeUndefined();
-    clock.advance(45_500);
-    expect(budget.exhausted('10.0.0.1'), 'Retry-After counts down to the window end').toBe(15);
-    clock.advance(14_500);
-    expect(budget.exhausted('10.0.0.1'), 'a new window').toBeUndefined();
+    clock.advance(4_500);
+    expect(budget.exhausted('10.0.0.1'), 'counts down').toBe(6);
+    clock.advance(5_500);
+    expect(budget.exhausted('10.0.0.1'), 'one more after 10 s').toBeUndefined();
     budget.refused('10.0.0.1');
-    expect(budget.exhausted('10.0.0.1')).toBeUndefined();
+    expect(budget.exhausted('10.0.0.1')).toBe(10);
+    clock.advance(60_000);
+    for (let i = 0; i < 3; i++) budget.refused('10.0.0.1');
+    expect(budget.exhausted('10.0.0.1'), 'refilled to the burst, no more').toBe(10);
   });
 
   it('counts an IPv6 /64 as one client, and an IPv4-mapped address as its IPv4 address', () => {
     const { budget } = make();
     for (const a of ['2001:db8:1:2::1', '2001:db8:1:2:ffff::9', '2001:0db8:0001:0002:0:0:0:7']) budget.refused(a);
-    expect(budget.exhausted('2001:db8:1:2::abcd')).toBe(60);
+    expect(budget.exhausted('2001:db8:1:2::abcd')).toBe(10);
     expect(budget.exhausted('2001:db8:1:3::1')).toBeUndefined();
     for (let i = 0; i < 3; i++) budget.refused('::ffff:192.0.2.7');
-    expect(budget.exhausted('192.0.2.7')).toBe(60);
+    expect(budget.exhausted('192.0.2.7')).toBe(10);
   });
 
   it.each([
@@ -46,7 +49,7 @@ describe('RefusalBudget', () => {
 
   it('remembers tenants served and host credentials accepted, for a while', () => {
     const clock = new ManualClock(1_000_000);
-    const budget = new RefusalBudget({ limit: 1, windowMs: 1000, clock, servedTtlMs: 10_000 });
+    const budget = new RefusalBudget({ perMinute: 60, burst: 1, clock, servedTtlMs: 10_000 });
     expect(budget.tokenOfServedTenant(tokenOf(TENANT))).toBe(false);
     budget.tenantServed(TENANT);
     expect(budget.tokenOfServedTenant(tokenOf(TENANT))).toBe(true);
@@ -62,7 +65,7 @@ describe('RefusalBudget', () => {
 
   it('bounds the addresses it tracks (the least recently used is forgotten)', () => {
     const clock = new ManualClock(1_000_000);
-    const budget = new RefusalBudget({ limit: 1, windowMs: 60_000, clock, maxAddresses: 2 });
+    const budget = new RefusalBudget({ perMinute: 1, burst: 1, clock, maxAddresses: 2 });
     for (const a of ['10.0.0.1', '10.0.0.2', '10.0.0.3']) budget.refused(a);
     expect(['10.0.0.1', '10.0.0.2', '10.0.0.3'].map((a) => budget.exhausted(a))).toEqual([undefined, 60, 60]);
   });

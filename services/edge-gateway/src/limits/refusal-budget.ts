@@ -3,9 +3,10 @@ import { clockedLru, type Clock } from '@service-relay/core';
 import type { LRUCache } from 'lru-cache';
 
 export interface RefusalBudgetOptions {
-  /** Refused credentials one client address may cause per window before the gateway answers for the verifier and registry. */
-  limit: number;
-  windowMs: number;
+  /** Refused credentials one client address may cause per minute, sustained (the bucket's refill rate). */
+  perMinute: number;
+  /** How many it may cause at once (the bucket's size). */
+  burst: number;
   clock: Clock;
   /** Addresses tracked at once (LRU): past it the least recently refused is forgotten, which only ever lets more through. */
   maxAddresses?: number;
@@ -15,14 +16,17 @@ export interface RefusalBudgetOptions {
   maxServed?: number;
 }
 
-interface Window {
-  count: number;
-  resetAt: number;
+interface Bucket {
+  tokens: number;
+  at: number;
 }
 
 /**
  * Per client address, the refused credentials it caused (401s for bearer
- * tokens, 401s and 429s for host-sync Basic credentials) in fixed windows.
+ * tokens, 401s and 429s for host-sync Basic credentials), in a token bucket:
+ * `burst` at once, then `perMinute` spread over the minute. (Fixed windows
+ * let every address spend its whole budget at each window's start: a flood
+ * from many addresses reached the verifier in a burst every minute.)
  * Past the budget the gateway answers `429 rate_limited` itself instead of
  * asking the verifier or the registry, except for what it has recently seen
  * succeed: a tenant some valid token of it was verified for (its fresh
@@ -33,36 +37,41 @@ interface Window {
  */
 export class RefusalBudget {
   readonly limit: number;
-  private readonly windows: LRUCache<string, Window>;
+  private readonly perMs: number;
+  private readonly buckets: LRUCache<string, Bucket>;
   private readonly tenants: LRUCache<string, true>;
   private readonly credentials: LRUCache<string, true>;
 
   constructor(private readonly opts: RefusalBudgetOptions) {
-    if (!(opts.limit >= 1) || !(opts.windowMs >= 1)) throw new Error('RefusalBudget: limit and windowMs must be at least 1');
-    this.limit = opts.limit;
-    this.windows = clockedLru(opts.maxAddresses ?? 100_000, opts.clock, { ttl: opts.windowMs });
+    if (!(opts.perMinute >= 1) || !(opts.burst >= 1)) throw new Error('RefusalBudget: perMinute and burst must be at least 1');
+    this.limit = opts.perMinute;
+    this.perMs = opts.perMinute / 60_000;
+    this.buckets = clockedLru(opts.maxAddresses ?? 100_000, opts.clock);
     const served = { ttl: opts.servedTtlMs ?? 600_000, updateAgeOnGet: false };
     this.tenants = clockedLru(opts.maxServed ?? 100_000, opts.clock, served);
     this.credentials = clockedLru(opts.maxServed ?? 100_000, opts.clock, served);
   }
 
-  /** Whole seconds until the address's window ends when it is past its budget; undefined while it is within. */
+  /** Whole seconds until the address may cause another refusal, when it has none left; undefined while it has. */
   exhausted(address: string): number | undefined {
-    if (this.windows.size === 0) return undefined;
-    const w = this.windows.get(budgetKey(address));
-    const now = this.opts.clock.now();
-    if (w === undefined || w.count < this.limit || w.resetAt <= now) return undefined;
-    return Math.max(1, Math.ceil((w.resetAt - now) / 1000));
+    if (this.buckets.size === 0) return undefined;
+    const b = this.buckets.get(budgetKey(address));
+    if (b === undefined) return undefined;
+    const tokens = this.refill(b);
+    return tokens >= 1 ? undefined : Math.max(1, Math.ceil((1 - tokens) / this.perMs / 1000));
   }
 
   /** One refused credential from `address`. */
   refused(address: string): void {
     const key = budgetKey(address);
-    const w = this.windows.get(key);
-    const now = this.opts.clock.now();
-    // The entry's TTL (the window) only frees its memory; resetAt decides.
-    if (w === undefined || w.resetAt <= now) this.windows.set(key, { count: 1, resetAt: now + this.opts.windowMs });
-    else w.count += 1;
+    const b = this.buckets.get(key);
+    const tokens = Math.max(0, (b === undefined ? this.opts.burst : this.refill(b)) - 1);
+    // Forgotten once it would be full again: an absent address has its whole burst.
+    this.buckets.set(key, { tokens, at: this.opts.clock.now() }, { ttl: Math.ceil((this.opts.burst - tokens) / this.perMs) });
+  }
+
+  private refill(b: Bucket): number {
+    return Math.min(this.opts.burst, b.tokens + (this.opts.clock.now() - b.at) * this.perMs);
   }
 
   tenantServed(tenantId: string): void {
