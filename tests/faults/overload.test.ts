@@ -114,11 +114,13 @@ describe('faults: overload (hostile traffic above what the machine serves)', () 
       for (const a of validAnswers.filter((x) => x.status !== 200)) refusals[`${a.status} ${a.code}`] = (refusals[`${a.status} ${a.code}`] ?? 0) + 1;
       const lost = Object.fromEntries(CONSUMERS.map((n) => [n, `${lossesAfter[n]!.metric - lossesBefore[n]!.metric}/${lossesAfter[n]!.logged - lossesBefore[n]!.logged}`]));
       const p99 = percentile(latencies, 99);
+      // Where the tail is: the slowest valid answer of each 2 s of the run.
+      const slices = Array.from({ length: Math.ceil(validAnswers.length / (2000 / VALID_INTERVAL_MS)) }, (_, k) => Math.round(Math.max(...validAnswers.slice(k * (2000 / VALID_INTERVAL_MS), (k + 1) * (2000 / VALID_INTERVAL_MS)).map((a) => a.ms))));
       console.log(
         `[faults] overload: hostile offered ${RATE}/s for ${hostile.seconds.toFixed(1)} s, sent ${Math.round(hostile.sent / hostile.seconds)}/s (${hostile.notSent} not sent: 1024 in flight per worker), answers ${JSON.stringify(hostile.counts)}, ${hostile.pending} unanswered at the end`,
       );
       console.log(
-        `[faults] overload: valid tenant ${validAnswers.length} requests (fresh tokens, every ${VALID_INTERVAL_MS} ms): ${validAnswers.filter((a) => a.status === 200).length} 200, refused ${JSON.stringify(refusals)}; p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${(latencies.at(-1) ?? NaN).toFixed(1)} ms`,
+        `[faults] overload: valid tenant ${validAnswers.length} requests (fresh tokens, every ${VALID_INTERVAL_MS} ms): ${validAnswers.filter((a) => a.status === 200).length} 200, refused ${JSON.stringify(refusals)}; p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${(latencies.at(-1) ?? NaN).toFixed(1)} ms; slowest per 2 s: ${slices.join(' ')} ms`,
       );
       console.log(`[faults] overload: disable ${disable.status} in ${disable.ms} ms, its cached token then ${disabledAfter}; lease losses (metric/logged) ${JSON.stringify(lost)}; CPU over ${wallS.toFixed(1)} s: ${cpu.join(', ')}; machine load average ${loadBefore.toFixed(1)} before, ${loadavg()[0]!.toFixed(1)} after (${cpus().length} cores)`);
 
