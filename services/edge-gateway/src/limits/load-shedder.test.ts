@@ -27,28 +27,4 @@ describe('LoadShedder', () => {
     expect(s.shed()).toBeUndefined();
     s.close();
   });
-
-  it('notices a blocked event loop on its own', async () => {
-    const s = new LoadShedder({ maxInFlight: 100, maxEventLoopDelayMs: 50, sampleMs: 20 });
-    const seen: boolean[] = [];
-    const judge = s.judge.bind(s);
-    s.judge = (ms: number) => {
-      judge(ms);
-      seen.push(s.current.lagging);
-    };
-    await new Promise((r) => setTimeout(r, 50));
-    await new Promise<void>((r) =>
-      setTimeout(() => {
-        const until = Date.now() + 150;
-        while (Date.now() < until) {
-          // block the loop: the monitor's timer runs late
-        }
-        r();
-      }, 0),
-    );
-    await new Promise((r) => setTimeout(r, 100));
-    s.close();
-    expect(seen, 'lagging after the block, and not once it passed').toContain(true);
-    expect(seen.at(-1)).toBe(false);
-  });
 });
