@@ -19,7 +19,8 @@ const LOAD_MS = 20_000;
 const ADDRESSES = 39;
 /** The valid tenant's steady rate: one request every 20 ms, each with a token the gateway has not seen. */
 const VALID_INTERVAL_MS = 20;
-const CONSUMERS: ServiceName[] = ['verifier1', 'verifier2', 'realtime1', 'realtime2', 'gateway'];
+/** Every service that holds a tenant feed lease (all but the registries). */
+const consumers = (stack: FaultStack): ServiceName[] => stack.names.filter((n) => !n.startsWith('registry'));
 
 interface Answer {
   status: number;
@@ -57,8 +58,8 @@ function me(gatewayUrl: string, token: string): Promise<Answer> {
 /** Each consumer's lease losses: its `*_tenant_feed_lease_losses_total` and its `tenant feed lease lost` log lines. */
 async function leaseLosses(stack: FaultStack): Promise<Record<string, { metric: number; logged: number }>> {
   const out: Record<string, { metric: number; logged: number }> = {};
-  for (const name of CONSUMERS) {
-    const text = await (await fetch(stack.metricsUrl(name), { signal: AbortSignal.timeout(10_000) })).text();
+  for (const name of consumers(stack)) {
+    const text = await stack.metrics(name);
     const m = /^\w+_tenant_feed_lease_losses_total(?:\{[^}]*\})? (\d+)/m.exec(text);
     if (!m) throw new Error(`${name} /metrics has no tenant_feed_lease_losses_total`);
     out[name] = { metric: Number(m[1]), logged: stack.services[name].logs.split('tenant feed lease lost').length - 1 };
@@ -82,7 +83,7 @@ describe('faults: overload (hostile traffic above what the machine serves)', () 
     expect((await me(stack.gatewayUrl, tokens.pop()!)).status).toBe(200);
 
     const lossesBefore = await leaseLosses(stack);
-    const procs = (['registry', ...CONSUMERS] as const).map((n) => [n, stack.services[n].pid] as const);
+    const procs = stack.names.map((n) => [n, stack.services[n].pid] as const);
     const cpuBefore = procs.map(([, pid]) => cpuSeconds(pid));
     const load = new HostileLoad({ gatewayUrl: stack.gatewayUrl, rate: RATE, durationMs: LOAD_MS, addresses: ADDRESSES, tenantId: valid.id, clientId: valid.clientId });
     const loadBefore = loadavg()[0]!;
@@ -112,7 +113,7 @@ describe('faults: overload (hostile traffic above what the machine serves)', () 
       const latencies = validAnswers.map((a) => a.ms).sort((a, b) => a - b);
       const refusals: Record<string, number> = {};
       for (const a of validAnswers.filter((x) => x.status !== 200)) refusals[`${a.status} ${a.code}`] = (refusals[`${a.status} ${a.code}`] ?? 0) + 1;
-      const lost = Object.fromEntries(CONSUMERS.map((n) => [n, `${lossesAfter[n]!.metric - lossesBefore[n]!.metric}/${lossesAfter[n]!.logged - lossesBefore[n]!.logged}`]));
+      const lost = Object.fromEntries(consumers(stack).map((n) => [n, `${lossesAfter[n]!.metric - lossesBefore[n]!.metric}/${lossesAfter[n]!.logged - lossesBefore[n]!.logged}`]));
       const p99 = percentile(latencies, 99);
       // Where the tail is: the slowest valid answer of each 2 s of the run.
       const slices = Array.from({ length: Math.ceil(validAnswers.length / (2000 / VALID_INTERVAL_MS)) }, (_, k) => Math.round(Math.max(...validAnswers.slice(k * (2000 / VALID_INTERVAL_MS), (k + 1) * (2000 / VALID_INTERVAL_MS)).map((a) => a.ms))));
@@ -126,7 +127,7 @@ describe('faults: overload (hostile traffic above what the machine serves)', () 
 
       // The load was offered as planned (otherwise this proves nothing).
       expect(hostile.sent + hostile.notSent, 'the hostile load was offered at its rate').toBeGreaterThanOrEqual(0.9 * RATE * (LOAD_MS / 1000));
-      for (const n of CONSUMERS) {
+      for (const n of consumers(stack)) {
         expect([n, lossesAfter[n]!.metric - lossesBefore[n]!.metric, lossesAfter[n]!.logged - lossesBefore[n]!.logged], 'no consumer lost its tenant feed lease').toEqual([n, 0, 0]);
       }
       expect(refusals['503 auth_unavailable'] ?? 0, 'no valid request refused auth_unavailable').toBe(0);

@@ -221,11 +221,6 @@ export class FaultStack {
     if (this.services[name].running) this.services[name].signal('SIGCONT');
   }
 
-  /** The service's Prometheus endpoint (its HTTP port's /metrics). */
-  metricsUrl(name: ServiceName): string {
-    return this.health[name].replace(/\/healthz$/, '/metrics');
-  }
-
   /** Waits (bounded) until every service reports its dependencies reachable on /readyz. */
   async waitReady(timeoutMs = 30_000): Promise<void> {
     await Promise.all(this.names.map((n) => waitForHttp(this.ready[n], timeoutMs, this.services[n])));
