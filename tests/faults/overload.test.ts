@@ -70,7 +70,8 @@ async function leaseLosses(stack: FaultStack): Promise<Record<string, { metric: 
 const percentile = (sorted: number[], p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!);
 
 describe('faults: overload (hostile traffic above what the machine serves)', () => {
-  const suite = useFaultStack();
+  // The production defaults of the gateway's refused-credential budget (the stack lifts it for other tests).
+  const suite = useFaultStack({ serviceEnv: { REFUSED_AUTH_BURST: '20', REFUSED_AUTH_RATE_LIMIT: '60' } });
 
   it(`at ${RATE} req/s of refused tokens and host-sync credentials from ${ADDRESSES} addresses, no consumer loses its lease, the valid tenant is served (p99 under 100 ms, never auth_unavailable) and a disable answers 200 within 1 s`, async () => {
     const { stack, bystander: valid } = suite;

@@ -73,6 +73,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   }
   add('gateway', 'edge-gateway', {
     GATEWAY_PORT: `${ports.gateway}`,
+    // Tests send refused tokens from one address by the hundred; the budget is tested in tests/faults/overload.test.ts.
+    REFUSED_AUTH_BURST: '1000000',
+    REFUSED_AUTH_RATE_LIMIT: '1000000',
     VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[0]}`,
     REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}`,
     REGISTRY_URL: `http://127.0.0.1:${ports.registryHttp}`,

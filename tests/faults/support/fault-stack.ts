@@ -132,6 +132,10 @@ export class FaultStack {
       INTERNAL_TOKEN: this.internalToken,
       SECRETS_KEY: this.secretsKey,
       LOG_LEVEL: 'info',
+      // Tests probe revoked and garbage tokens from one address by the hundred: the gateway's
+      // refused-credential budget (overload.test.ts sets the defaults back) would answer them 429.
+      REFUSED_AUTH_BURST: '1000000',
+      REFUSED_AUTH_RATE_LIMIT: '1000000',
       ...this.serviceEnv,
     };
     const consumer = { REGISTRY_GRPC_ADDR: registryGrpc, TENANT_LEASE_MS: `${this.leaseMs}` };

@@ -98,7 +98,7 @@ export class UpgradeStack {
     for (const i of [0, 1]) {
       await add(`registry-${i}` as PodName, 'tenant-registry', ([http, grpc]) => ({ DATABASE_URL: this.postgres.url, REGISTRY_HTTP_PORT: `${http}`, REGISTRY_GRPC_PORT: `${grpc}` }), ([http, grpc]) => [[this.svc.registryHttp, http!], [this.svc.registryGrpc, grpc!]], 2);
       await add(`verifier-${i}` as PodName, 'auth-verifier', ([http, grpc]) => ({ VERIFIER_HTTP_PORT: `${http}`, VERIFIER_GRPC_PORT: `${grpc}` }), ([, grpc]) => [[this.svc.verifier, grpc!]], 2);
-      await add(`gateway-${i}` as PodName, 'edge-gateway', ([http]) => ({ GATEWAY_PORT: `${http}` }), ([http]) => [[this.svc.gateway, http!]], 1);
+      await add(`gateway-${i}` as PodName, 'edge-gateway', ([http]) => ({ GATEWAY_PORT: `${http}`, REFUSED_AUTH_BURST: '1000000', REFUSED_AUTH_RATE_LIMIT: '1000000' }), ([http]) => [[this.svc.gateway, http!]], 1);
       await add(`realtime-${i}` as PodName, 'realtime', ([http]) => ({ REALTIME_PORT: `${http}`, MAX_CONNECTIONS_PER_ADDRESS: '19000' }), ([http]) => [[this.svc.realtime, http!]], 1);
     }
     // Dependencies first, as readiness would order them anyway.
