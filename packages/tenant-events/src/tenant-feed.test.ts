@@ -152,4 +152,35 @@ describe('TenantFeed', () => {
     expect(feed.isCurrent()).toBe(true);
     feed.close();
   });
+
+  it('knows, per tenant, the position a verdict must reflect: set before the handlers run, raised for every tenant by a reset', async () => {
+    const { source, feed } = setup();
+    await feed.start();
+    const other = '0b6f3c2e-1a2b-4c3d-8e9f-112233445566';
+    expect([feed.requiredSeq(T), feed.requiredSeq(other)]).toEqual([0, 0]);
+    const duringHandler: number[] = [];
+    feed.subscribe(() => void duringHandler.push(feed.requiredSeq(T)));
+    source.commit('disabled');
+    await feed.sync();
+    expect(duringHandler).toEqual([1]);
+    expect([feed.requiredSeq(T), feed.requiredSeq(other)]).toEqual([1, 0]);
+    source.commit('enabled');
+    source.commit('rotated');
+    source.reset = true;
+    await feed.sync();
+    expect([feed.requiredSeq(T), feed.requiredSeq(other)]).toEqual([3, 3]);
+  });
+
+  it('whenApplied pulls at once and resolves when the position is applied, or false after its timeout', async () => {
+    const { source, feed } = setup();
+    await feed.start();
+    expect(await feed.whenApplied(0, 10)).toBe(true);
+    source.commit('disabled');
+    const pulls = source.requests.length;
+    expect(await feed.whenApplied(1, 1000)).toBe(true);
+    expect(source.requests.length).toBeGreaterThan(pulls);
+    expect(await feed.whenApplied(5, 20)).toBe(false);
+    feed.close();
+    expect(await feed.whenApplied(9, 1000)).toBe(false);
+  });
 });
