@@ -5,3 +5,4 @@ export * from './server';
 export * from './registry-keys-wire';
 export * from './verifier-wire';
 export * from './verify-result-wire';
+export * from './unary-call';
