@@ -1,15 +1,37 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import noForeignRelativeImport from './scripts/eslint/no-foreign-relative-import.js';
+
+// Import boundaries (docs/ARCHITECTURE.md "Map of the code"); scripts/eslint/boundaries.test.ts
+// shows each one failing on a deliberate violation. Later entries replace the
+// options of no-restricted-imports for the files they match, so every entry
+// below lists all the restrictions its files carry.
 
 // No service imports another (scripts/start-all.ts, the launcher, may): shared code goes in packages/.
-const OTHER_SERVICES = ['@service-relay/tenant-registry', '@service-relay/auth-verifier', '@service-relay/edge-gateway', '@service-relay/realtime'].map(
-  (name) => ({ name, message: 'a service never imports another service; put shared code in packages/' }),
-);
+// Relative paths into another service are caught by relay/no-foreign-relative-import.
+const SERVICES = ['@service-relay/tenant-registry', '@service-relay/auth-verifier', '@service-relay/edge-gateway', '@service-relay/realtime'];
+const OTHER_SERVICES = SERVICES.map((name) => ({ name, message: 'a service never imports another service; put shared code in packages/' }));
+// Only the verifier's callers use its client; the verdict types are @service-relay/verdict, their wire form @service-relay/grpc.
+const VERIFIER_CLIENT = [
+  {
+    name: '@service-relay/verifier-client',
+    message: "only the verifier's callers (edge-gateway, realtime) import its client; take verdict types from @service-relay/verdict, the wire mapping from @service-relay/grpc",
+  },
+];
 // Transport types stay out of domain folders (ARCHITECTURE.md "Code layout of a service").
-const TRANSPORTS = ['@grpc/grpc-js', 'express', 'ws', 'node:http', 'http'].map((name) => ({
+const TRANSPORTS = ['@grpc/grpc-js', '@service-relay/grpc', '@service-relay/edge', 'express', 'ws', 'node:http', 'http', 'node:http2', 'http2', 'undici'].map((name) => ({
   name,
   message: 'domain code is free of transport types; move this into a transport folder (grpc/, http/, ws/)',
 }));
+// ...nor do they reach into the service's own transport folders.
+const TRANSPORT_FOLDERS = [{ regex: '^(\\.\\./)+(grpc|http|ws)(/|$)', message: 'domain code does not import transport folders (grpc/, http/, ws/); the transport calls the domain' }];
+// Packages are below services: none imports a service, by name or by path.
+const SERVICE_PATHS = [{ regex: '(^|/)services/', message: 'a package never imports a service; move the shared code into packages/' }];
+
+const SERVICE_FILES = ['services/**/*.ts'];
+const VERIFIER_CALLERS = ['services/edge-gateway/**/*.ts', 'services/realtime/**/*.ts'];
+const SERVICE_TESTS = ['services/**/*.test.ts', 'services/*/src/test-support/**', 'services/*/src/testing/**', 'services/*/test/**'];
+const DOMAIN_FOLDERS = ['keys', 'token', 'tenants', 'messaging', 'topics', 'timers'].map((dir) => `services/*/src/${dir}/**/*.ts`);
 
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '.data/**', 'bench/results/**', 'packages/*/dist/**'] },
@@ -33,13 +55,26 @@ export default tseslint.config(
     },
   },
   {
-    files: ['services/**/*.ts'],
+    files: SERVICE_FILES,
+    plugins: { relay: { rules: { 'no-foreign-relative-import': noForeignRelativeImport } } },
+    rules: {
+      'relay/no-foreign-relative-import': 'error',
+      'no-restricted-imports': ['error', { paths: [...OTHER_SERVICES, ...VERIFIER_CLIENT] }],
+    },
+  },
+  {
+    // The verifier's callers, and every service's tests (they start a verifier and ask it).
+    files: [...VERIFIER_CALLERS, ...SERVICE_TESTS],
     rules: { 'no-restricted-imports': ['error', { paths: OTHER_SERVICES }] },
   },
   {
-    // Domain folders hold decisions, not transports (later entries replace the
-    // rule's options, so the service rule is repeated here).
-    files: ['services/*/src/keys/**/*.ts', 'services/*/src/token/**/*.ts', 'services/*/src/tenants/**/*.ts', 'services/realtime/src/messaging/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { paths: [...OTHER_SERVICES, ...TRANSPORTS] }] },
+    // Domain folders hold decisions, not transports.
+    files: DOMAIN_FOLDERS,
+    rules: { 'no-restricted-imports': ['error', { paths: [...OTHER_SERVICES, ...VERIFIER_CLIENT, ...TRANSPORTS], patterns: TRANSPORT_FOLDERS }] },
+  },
+  {
+    files: ['packages/*/src/**/*.ts'],
+    ignores: ['**/*.test.ts', 'packages/testkit/**'],
+    rules: { 'no-restricted-imports': ['error', { paths: OTHER_SERVICES, patterns: SERVICE_PATHS }] },
   },
 );

@@ -13,7 +13,7 @@ import { RedisMessageBus } from '../../services/realtime/src/messaging/redis-mes
 import { presenceStoreContract, recordEvents } from '../../services/realtime/src/presence/presence-store.contract';
 import { sweepIntervalMs } from '../../services/realtime/src/presence/presence-store';
 import { RedisPresenceStore } from '../../services/realtime/src/presence/redis-presence-store';
-import { ManualScheduler } from '../../services/realtime/src/realtime/scheduler';
+import { ManualScheduler } from '../../services/realtime/src/timers/scheduler';
 import { PrivateRedisCluster } from './support/redis-cluster';
 
 // The Redis drivers' own contract suites (the ones `int` runs on one server),

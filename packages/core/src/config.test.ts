@@ -48,6 +48,14 @@ describe('EnvReader', () => {
     expect(() => reader({ V: 'x:y' }).addressList('V', 'a:1')).toThrow(/V must be host:port/);
   });
 
+  it('reads a URL list: the fallback alone, entries without trailing slashes, no empty or repeated entry', () => {
+    expect(reader({}).urlList('V', 'http://127.0.0.1:1')).toEqual(['http://127.0.0.1:1']);
+    expect(reader({ V: 'http://a:1/, https://b:2' }).urlList('V', 'http://x:1')).toEqual(['http://a:1', 'https://b:2']);
+    expect(() => reader({ V: 'http://a:1,,http://b:2' }).urlList('V', 'http://x:1')).toThrow(/V has an empty entry/);
+    expect(() => reader({ V: 'http://a:1,http://a:1/' }).urlList('V', 'http://x:1')).toThrow(/V lists the same URL twice/);
+    expect(() => reader({ V: 'http://a:1,ftp://b:2' }).urlList('V', 'http://x:1')).toThrow(/V must use http: or https:/);
+  });
+
   it('accepts a SECRETS_KEY of exactly 32 base64 bytes', () => {
     const good = Buffer.from(Array.from({ length: 32 }, (_v, i) => i * 7)).toString('base64');
     expect(reader({ SECRETS_KEY: good }).secretsKey()).toHaveLength(32);

@@ -71,6 +71,21 @@ export class EnvReader {
     return v;
   }
 
+  /**
+   * A comma-separated list of http(s) base URLs (one gateway in front of
+   * several realtime instances or registry replicas): each entry follows the
+   * single-URL rules, trailing slashes dropped, no entry empty or repeated.
+   */
+  urlList(name: string, fallback: string): readonly string[] {
+    const raw = this.optional(name);
+    if (raw === undefined) return Object.freeze([fallback]);
+    const items = raw.split(',').map((s) => s.trim());
+    if (items.some((s) => s.length === 0)) throw new ConfigError(name, 'has an empty entry (a list is comma-separated URLs)');
+    const urls = items.map((item) => new EnvReader({ [name]: item }).url(name, ['http:', 'https:'], fallback).replace(/\/+$/, ''));
+    if (new Set(urls).size !== urls.length) throw new ConfigError(name, 'lists the same URL twice');
+    return Object.freeze(urls);
+  }
+
   optionalUrl(name: string, protocols: readonly string[]): string | undefined {
     return this.raw(name) === undefined ? undefined : this.url(name, protocols);
   }

@@ -4,3 +4,5 @@ export * from './health';
 export * from './server';
 export * from './registry-keys-wire';
 export * from './verifier-wire';
+export * from './verify-result-wire';
+export * from './unary-call';

@@ -1,5 +1,7 @@
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
+import { RelayError } from '@service-relay/core';
 import {
+  callUnary,
   internalClient,
   internalMetadata,
   REGISTRY_FEED_PROTO,
@@ -28,7 +30,7 @@ export class RegistryFeedClient implements ChangeSource {
     this.metadata = internalMetadata(opts.internalToken);
   }
 
-  changesSince(req: { appliedSeq: number; leaseMs: number; limit: number; deadlineMs: number }): Promise<FeedAnswer> {
+  async changesSince(req: { appliedSeq: number; leaseMs: number; limit: number; deadlineMs: number }): Promise<FeedAnswer> {
     const request: ChangesSinceRequest = {
       consumer_id: this.opts.consumerId,
       consumer_kind: this.opts.consumerKind,
@@ -36,14 +38,10 @@ export class RegistryFeedClient implements ChangeSource {
       lease_ms: req.leaseMs,
       limit: req.limit,
     };
-    return new Promise((resolve, reject) => {
-      this.client.ChangesSince(request, this.metadata, { deadline: Date.now() + req.deadlineMs }, (err, res) => {
-        if (err || !res) return reject(new Error(`registry feed: ${err?.details ?? 'no answer'}`));
-        const answer = toAnswer(res);
-        if (!answer) return reject(new Error('registry feed: malformed answer'));
-        resolve(answer);
-      });
-    });
+    const res = await callUnary(this.client.ChangesSince.bind(this.client), request, this.metadata, { deadlineMs: req.deadlineMs, what: 'registry feed' });
+    const answer = toAnswer(res);
+    if (!answer) throw new RelayError('unavailable', 'registry feed: malformed answer');
+    return answer;
   }
 
   close(): void {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { bindServer, grpcError, hasInternalToken, INTERNAL_TOKEN_METADATA, serviceDefinition, stopServer, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
-import { toWire, type VerifiedIdentity, type VerifyResult } from '@service-relay/verifier-client';
+import { bindServer, grpcError, hasInternalToken, INTERNAL_TOKEN_METADATA, serviceDefinition, stopServer, toWire, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
+import type { VerifiedIdentity, VerifyResult } from '@service-relay/verdict';
 
 /**
  * A real gRPC relay.auth.v1.TokenVerifier whose verdicts come from a map

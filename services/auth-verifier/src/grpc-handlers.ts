@@ -12,8 +12,8 @@ import {
   type VerifyResponseWire,
   type VerifyStreamRequest,
   type VerifyStreamResponse,
+  toWire,
 } from '@service-relay/grpc';
-import { toWire } from '@service-relay/verifier-client';
 import { REJECT_EXPLANATIONS } from './token/reject-explanation';
 import type { RejectReason } from './token/reject-reason';
 import { decodeForDisplay } from './token/token-display';

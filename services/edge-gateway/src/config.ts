@@ -74,8 +74,8 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
   const r = new EnvReader(env);
   const redis = readRedisSettings(r);
   requireRedisWhenAlone(redis, opts.standalone ?? false);
-  const realtimeUrls = readUrlList(r, 'REALTIME_URL', `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`);
-  const registryUrls = readUrlList(r, 'REGISTRY_URL', `http://127.0.0.1:${DEFAULT_PORTS.REGISTRY_HTTP_PORT}`);
+  const realtimeUrls = r.urlList('REALTIME_URL', `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`);
+  const registryUrls = r.urlList('REGISTRY_URL', `http://127.0.0.1:${DEFAULT_PORTS.REGISTRY_HTTP_PORT}`);
   const config: GatewayConfig = {
     port: r.port('GATEWAY_PORT', DEFAULT_PORTS.GATEWAY_PORT),
     host: r.bindHost('GATEWAY_HOST'),
@@ -106,30 +106,11 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
   return Object.freeze(config);
 }
 
-/**
- * A comma-separated list of http(s) base URLs (one gateway in front of
- * several realtime instances or registry replicas); each entry follows the
- * single-URL rules.
- */
-function readUrlList(r: EnvReader, name: string, fallback: string): readonly string[] {
-  const raw = r.optional(name);
-  if (raw === undefined) return Object.freeze([fallback]);
-  const items = raw.split(',').map((s) => s.trim());
-  if (items.some((s) => s.length === 0)) throw new ConfigError(name, 'has an empty entry (a list is comma-separated URLs)');
-  const urls = items.map((item) => stripSlash(new EnvReader({ [name]: item }).url(name, ['http:', 'https:'], fallback)));
-  if (new Set(urls).size !== urls.length) throw new ConfigError(name, 'lists the same URL twice');
-  return Object.freeze(urls);
-}
-
 /** 0 turns the check off; otherwise at least 10 ms (the monitor's resolution). */
 function readDelay(r: EnvReader): number {
   const v = r.int('SHED_EVENT_LOOP_DELAY_MS', 500, 0, 60_000);
   if (v > 0 && v < 10) throw new ConfigError('SHED_EVENT_LOOP_DELAY_MS', `must be 0 (off) or between 10 and 60000, got ${v}`);
   return v;
-}
-
-function stripSlash(url: string): string {
-  return url.replace(/\/+$/, '');
 }
 
 function parseOrigins(raw: string | undefined): readonly string[] | '*' {

@@ -18,8 +18,8 @@ import type { MessageBus } from './messaging/message-bus';
 import { RealtimeMetrics } from './metrics';
 import { createPresenceStore } from './presence/create-presence-store';
 import { Presence } from './presence/presence';
-import { isScheduler, timerScheduler } from './realtime/scheduler';
-import { TopicHub } from './realtime/topic-hub';
+import { isScheduler, timerScheduler } from './timers/scheduler';
+import { TopicHub } from './topics/topic-hub';
 import { CLOSE_GOING_AWAY, CLOSE_TRY_AGAIN_LATER } from './ws/close-codes';
 
 /** How long a client gets to answer the close handshake at shutdown (the process allows 10 s in all). */

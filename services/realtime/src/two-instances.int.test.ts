@@ -4,7 +4,7 @@ import type { TenantEventKind } from '@service-relay/tenant-events';
 import { FakeVerifier, uniqueRedisPrefix } from '@service-relay/testkit';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { compareMessageIds } from './messaging/message-id';
-import { ManualScheduler } from './realtime/scheduler';
+import { ManualScheduler } from './timers/scheduler';
 import { gatewayHeaders, issueToken, startOnRedis, stopOnRedis, topicFor, type RealtimeInstance } from './test-support/realtime-harness';
 import { WsTestClient } from './test-support/ws-test-client';
 

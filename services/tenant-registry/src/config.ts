@@ -99,7 +99,7 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     feedRetentionMs: r.int('FEED_RETENTION_S', 7 * 86_400, 60, 365 * 86_400) * 1000,
     auditRetentionMs: r.int('AUDIT_RETENTION_DAYS', 90, 1, 3650) * 86_400_000,
     auditUnauthenticatedPerMinute: r.int('AUDIT_UNAUTHENTICATED_PER_MINUTE', 10, 0, 1000),
-    realtimeUrls: readUrlList(r, 'REALTIME_URL', `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`),
+    realtimeUrls: r.urlList('REALTIME_URL', `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`),
     connectionLimits: Object.freeze(readConnectionLimits(r)),
     verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),
   });
@@ -110,15 +110,4 @@ function adminCredential(r: EnvReader, name: string): string {
   const value = r.credential(name);
   if (bearerToken(`Bearer ${value}`) !== value) throw new ConfigError(name, 'must be usable as a bearer token: letters, digits and -._~+/ (trailing = allowed)');
   return value;
-}
-
-/** Comma-separated http(s) URLs, trailing slashes dropped (the gateway's REALTIME_URL grammar). */
-function readUrlList(r: EnvReader, name: string, fallback: string): readonly string[] {
-  const raw = r.optional(name);
-  if (raw === undefined) return Object.freeze([fallback]);
-  const items = raw.split(',').map((s) => s.trim());
-  if (items.some((s) => s.length === 0)) throw new ConfigError(name, 'has an empty entry (a list is comma-separated URLs)');
-  const urls = items.map((item) => new EnvReader({ [name]: item }).url(name, ['http:', 'https:'], fallback).replace(/\/+$/, ''));
-  if (new Set(urls).size !== urls.length) throw new ConfigError(name, 'lists the same URL twice');
-  return Object.freeze(urls);
 }

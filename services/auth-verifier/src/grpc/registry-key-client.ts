@@ -1,6 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { RelayError, type Logger } from '@service-relay/core';
 import {
+  callUnary,
+  grpcStatusOf,
   internalClient,
   internalMetadata,
   REGISTRY_KEYS_PROTO,
@@ -31,24 +33,24 @@ export class RegistryKeyClient implements KeyFetcher {
     this.metadata = internalMetadata(opts.internalToken);
   }
 
-  fetch(tenantId: string): Promise<TenantKeysData> {
-    return new Promise((resolve, reject) => {
-      this.client.GetTenantKeys({ tenant_id: tenantId }, this.metadata, { deadline: Date.now() + this.opts.deadlineMs }, (err, res) => {
-        if (err || !res) {
-          // UNAUTHENTICATED means our INTERNAL_TOKEN is wrong: an operator
-          // problem, worth an error line; the rest are outages.
-          const level = err?.code === grpc.status.UNAUTHENTICATED ? 'error' : 'warn';
-          this.opts.logger[level]({ code: err?.code, details: err?.details, tenant_id: tenantId }, 'registry key fetch failed');
-          return reject(new RelayError('unavailable', 'registry unavailable', { cause: err }));
-        }
-        const data = toData(res);
-        if (!data) {
-          this.opts.logger.error({ tenant_id: tenantId }, 'registry answered an enabled tenant without a primary secret');
-          return reject(new RelayError('unavailable', 'registry answer unusable'));
-        }
-        resolve(data);
-      });
-    });
+  async fetch(tenantId: string): Promise<TenantKeysData> {
+    let res: GetTenantKeysResponse;
+    try {
+      res = await callUnary(this.client.GetTenantKeys.bind(this.client), { tenant_id: tenantId }, this.metadata, { deadlineMs: this.opts.deadlineMs, what: 'registry keys' });
+    } catch (err) {
+      // UNAUTHENTICATED means our INTERNAL_TOKEN is wrong: an operator
+      // problem, worth an error line; the rest are outages.
+      const code = grpcStatusOf(err);
+      const level = code === grpc.status.UNAUTHENTICATED ? 'error' : 'warn';
+      this.opts.logger[level]({ code, details: ((err as Error).cause as grpc.ServiceError | undefined)?.details, tenant_id: tenantId }, 'registry key fetch failed');
+      throw err;
+    }
+    const data = toData(res);
+    if (!data) {
+      this.opts.logger.error({ tenant_id: tenantId }, 'registry answered an enabled tenant without a primary secret');
+      throw new RelayError('unavailable', 'registry answer unusable');
+    }
+    return data;
   }
 
   ready(): Promise<boolean> {

@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import type { KeySlot } from '@service-relay/verifier-client';
+import type { KeySlot } from '@service-relay/verdict';
 import { secretKeyObject } from './hs256';
 
 export interface SigningKey {

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { Clock } from '@service-relay/core';
 import { isCanonicalUuid, isUuid, MAX_TOKEN_BYTES, parseCapability, type ChannelCapability } from '@service-relay/core';
 import { LRUCache } from 'lru-cache';
-import type { VerifiedIdentity } from '@service-relay/verifier-client';
+import type { VerifiedIdentity } from '@service-relay/verdict';
 import { canonicalTail, isCanonicalBase64url } from './base64url';
 import { hasDuplicateMembers } from './duplicate-members';
 import { hs256Matches } from './hs256';

@@ -3,7 +3,7 @@ import { parseCapability } from '@service-relay/core';
 import { FakeVerifier, uniqueRedisPrefix } from '@service-relay/testkit';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ManualScheduler } from '../realtime/scheduler';
+import { ManualScheduler } from '../timers/scheduler';
 import { MemoryRulesSource } from '../test-support/memory-rules-source';
 import { gatewayHeaders, issueToken, startOnRedis, stopOnRedis, TEST_INTERNAL_TOKEN, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
 import { WsTestClient } from '../test-support/ws-test-client';

@@ -1,5 +1,5 @@
-import { parseChannelRules } from '@service-relay/core';
-import { internalClient, internalMetadata, REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE, type ChannelRulesRequest, type ChannelRulesResponse, type UnaryMethod } from '@service-relay/grpc';
+import { parseChannelRules, RelayError } from '@service-relay/core';
+import { callUnary, internalClient, internalMetadata, REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE, type ChannelRulesRequest, type ChannelRulesResponse, type UnaryMethod } from '@service-relay/grpc';
 import type * as grpc from '@grpc/grpc-js';
 import type { ChannelRulesSource, FetchedChannelRules } from '../authz/channel-rules-source';
 
@@ -19,21 +19,20 @@ export class RegistryRulesClient implements ChannelRulesSource {
     this.metadata = internalMetadata(opts.internalToken);
   }
 
-  fetch(tenantId: string): Promise<FetchedChannelRules | undefined> {
-    return new Promise((resolve, reject) => {
-      this.client.ChannelRules({ tenant_id: tenantId }, this.metadata, { deadline: Date.now() + this.opts.deadlineMs }, (err, res) => {
-        if (err || !res) return reject(new Error(`registry channel rules: ${err?.details ?? 'no answer'}`));
-        if (!res.found) return resolve(undefined);
-        let rules: ReturnType<typeof parseChannelRules>;
-        try {
-          rules = parseChannelRules(JSON.parse(res.rules_json));
-        } catch {
-          rules = 'not JSON';
-        }
-        if (typeof rules === 'string') return reject(new Error(`registry channel rules: unreadable answer (${rules})`));
-        resolve({ rules, version: Number(res.version), asOfSeq: Number(res.as_of_seq) });
-      });
+  async fetch(tenantId: string): Promise<FetchedChannelRules | undefined> {
+    const res = await callUnary(this.client.ChannelRules.bind(this.client), { tenant_id: tenantId }, this.metadata, {
+      deadlineMs: this.opts.deadlineMs,
+      what: 'registry channel rules',
     });
+    if (!res.found) return undefined;
+    let rules: ReturnType<typeof parseChannelRules>;
+    try {
+      rules = parseChannelRules(JSON.parse(res.rules_json));
+    } catch {
+      rules = 'not JSON';
+    }
+    if (typeof rules === 'string') throw new RelayError('unavailable', `registry channel rules: unreadable answer (${rules})`);
+    return { rules, version: Number(res.version), asOfSeq: Number(res.as_of_seq) };
   }
 
   close(): void {

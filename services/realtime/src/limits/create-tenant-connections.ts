@@ -1,5 +1,5 @@
 import { createRedis, type Logger, type RedisSettings } from '@service-relay/core';
-import type { Scheduler } from '../realtime/scheduler';
+import type { Scheduler } from '../timers/scheduler';
 import { MemoryTenantConnections } from './memory-tenant-connections';
 import { RedisTenantConnections } from './redis-tenant-connections';
 import type { TenantConnections } from './tenant-connections';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createLogger, createRedis, redisReady, type Redis } from '@service-relay/core';
 import { deleteRedisPrefix, TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ManualScheduler } from '../realtime/scheduler';
+import { ManualScheduler } from '../timers/scheduler';
 import { MAX_SPARE_SLOTS, RedisTenantConnections } from './redis-tenant-connections';
 import { tenantConnectionsContract } from './tenant-connections.contract';
 

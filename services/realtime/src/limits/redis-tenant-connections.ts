@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { withTimeout, type Logger, type Redis } from '@service-relay/core';
-import type { Scheduler } from '../realtime/scheduler';
+import type { Scheduler } from '../timers/scheduler';
 import { MemoryTenantConnections } from './memory-tenant-connections';
 import type { Admission, TenantConnections, TenantSlot } from './tenant-connections';
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createLogger, createRedis, redisReady } from '@service-relay/core';
 import { deleteRedisPrefix, FakeVerifier, TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualScheduler } from '../realtime/scheduler';
+import { ManualScheduler } from '../timers/scheduler';
 import { issueToken, startRealtime, type RealtimeInstance } from '../test-support/realtime-harness';
 import { refusedConnection } from '../test-support/refused-connection';
 import { WsTestClient } from '../test-support/ws-test-client';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import type { ContractStore } from './message-bus-contract';
+import type { ContractStore } from './message-bus-contract-store';
 import type { Message } from './message';
 import type { MessageBus } from './message-bus';
 import { NO_EPOCH } from './recovery';

@@ -4,16 +4,9 @@ import { compareMessageIds, isMessageId } from './message-id';
 import type { Message } from './message';
 import type { MessageBus } from './message-bus';
 import { describeEpochs, describeIdempotency } from './message-bus-contract-epochs';
+import type { ContractStore } from './message-bus-contract-store';
 
-export interface ContractStore {
-  /** Two handles that act as two instances (the memory driver returns the same one twice). */
-  buses: [MessageBus, MessageBus];
-  /**
-   * The store loses every stream (Redis restarted without persistence, the
-   * embedded journal gone) and the handles come back on it.
-   */
-  loseEverything(): Promise<[MessageBus, MessageBus]>;
-}
+export type { ContractStore } from './message-bus-contract-store';
 
 /** The behaviour every MessageBus driver must show. Retention is `maxMessages` and a 60 s TTL. */
 export function describeMessageBusContract(driver: string, open: (maxMessages: number) => Promise<ContractStore>): void {

@@ -1,5 +1,5 @@
 import { createRedis, type Logger, type RedisSettings } from '@service-relay/core';
-import type { Scheduler } from '../realtime/scheduler';
+import type { Scheduler } from '../timers/scheduler';
 import { MemoryPresenceStore } from './memory-presence-store';
 import type { PresenceStore } from './presence-store';
 import { RedisPresenceStore } from './redis-presence-store';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { redisReady, RelayError, withTimeout, type Logger, type Redis } from '@service-relay/core';
 import type { ChannelRef } from '../messaging/message';
-import type { Scheduler } from '../realtime/scheduler';
+import type { Scheduler } from '../timers/scheduler';
 import type { PresenceListener, PresenceStore, StoredMember } from './presence-store';
 import { sweepIntervalMs } from './presence-store';
 import { channelKey, membershipKey, parseEvent, PresenceKeys, refOf } from './redis-presence-keys';

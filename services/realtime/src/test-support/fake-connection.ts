@@ -8,8 +8,8 @@ import type { WebSocket } from 'ws';
 import type { MessageBus } from '../messaging/message-bus';
 import { MemoryMessageBus } from '../messaging/memory-message-bus';
 import { RealtimeMetrics } from '../metrics';
-import { ManualScheduler } from '../realtime/scheduler';
-import { TopicHub } from '../realtime/topic-hub';
+import { ManualScheduler } from '../timers/scheduler';
+import { TopicHub } from '../topics/topic-hub';
 import { Connection, type ConnectionContext } from '../ws/connection';
 import { ConnectionRegistry } from '../ws/connection-registry';
 

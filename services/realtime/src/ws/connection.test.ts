@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { FakeVerifier } from '@service-relay/testkit';
-import { ManualScheduler } from '../realtime/scheduler';
+import { ManualScheduler } from '../timers/scheduler';
 import { issueToken, startRealtime, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
 import { WsTestClient } from '../test-support/ws-test-client';
 

@@ -4,7 +4,7 @@ import { ManualTenantFeed } from '@service-relay/tenant-events';
 import type { VerifierClient } from '@service-relay/verifier-client';
 import { MemoryMessageBus } from '../messaging/memory-message-bus';
 import { RealtimeMetrics } from '../metrics';
-import { TopicHub } from '../realtime/topic-hub';
+import { TopicHub } from '../topics/topic-hub';
 import { fakeConnection, testIdentity } from '../test-support/fake-connection';
 import { issueToken, startRealtime, topicFor, useRealtime } from '../test-support/realtime-harness';
 import { WsTestClient } from '../test-support/ws-test-client';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { FakeVerifier, rawExchange } from '@service-relay/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ManualScheduler } from '../realtime/scheduler';
+import { ManualScheduler } from '../timers/scheduler';
 import { gatewayHeaders, issueToken, startRealtime, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
 import { refusedConnection } from '../test-support/refused-connection';
 import { WsTestClient } from '../test-support/ws-test-client';

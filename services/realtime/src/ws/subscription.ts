@@ -1,7 +1,7 @@
 import { parseMessageId } from '../messaging/message-id';
 import { isAfter, messageFrame, type ChannelRef, type Message } from '../messaging/message';
 import type { HistoryPage, MessageBus } from '../messaging/message-bus';
-import type { TopicSubscriber } from '../realtime/topic-hub';
+import type { TopicSubscriber } from '../topics/topic-hub';
 
 const REPLAY_PAGE = 500;
 const ALWAYS = () => true;

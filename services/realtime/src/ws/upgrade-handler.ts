@@ -6,7 +6,7 @@ import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { WebSocket, WebSocketServer } from 'ws';
 import type { Admission, TenantConnections, TenantSlot } from '../limits/tenant-connections';
 import type { RealtimeMetrics } from '../metrics';
-import type { Scheduler } from '../realtime/scheduler';
+import type { Scheduler } from '../timers/scheduler';
 import type { ConnectionRegistry } from './connection-registry';
 import type { BatchMode } from './batch-frame';
 import { refuseOverTenantLimit } from './tenant-limit-refusal';

@@ -1,6 +1,7 @@
 import { parseCapability } from '@service-relay/core';
 import { describe, expect, it } from 'vitest';
-import { fromWire, toWire, type VerifiedIdentity } from './verify-result';
+import type { VerifiedIdentity } from '@service-relay/verdict';
+import { fromWire, toWire } from './verify-result-wire';
 
 const base: VerifiedIdentity = { tenantId: 't', userId: 'u', expiresAt: 10, keySlot: 'previous', keyVersion: 3 };
 
