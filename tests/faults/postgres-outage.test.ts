@@ -1,8 +1,7 @@
-import { expect, describe, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestSocket } from '../support/ws-client';
-import type { FaultStack } from './support/fault-stack';
-import { acceptedNow, closeSockets, eventually, gatewayMe, GRACE_MS, openSocket, restPublish, sleepUntil, wsPublish, type Tenant } from './support/probes';
-import { finalChecks, useFaultStack } from './support/suite';
+import { FaultStack } from './support/fault-stack';
+import { acceptedNow, closeSockets, eventually, expectNoCrash, expectNoSecretsInLogs, gatewayMe, GRACE_MS, openSocket, restPublish, sleepUntil, Tenant, wsPublish } from './support/probes';
 
 /**
  * #28 item 4: a PostgreSQL outage (stopped, or hung: every process SIGSTOPped)
@@ -121,96 +120,138 @@ class ServedProbe {
   }
 }
 
+type Kind = 'stopped' | 'hung';
+const KINDS: Kind[] = ['stopped', 'hung'];
+
+interface Env {
+  stack: FaultStack;
+  bystander: Tenant;
+  tenants: Tenant[];
+}
+
+/** A fresh tenant to revoke, with a token the gateway has cached and a live connection on each realtime instance. */
+async function victim(env: Env): Promise<{ t: Tenant; used: string; live: TestSocket[] }> {
+  const t = await Tenant.create(env.stack);
+  env.tenants.push(t);
+  const used = await t.token();
+  expect(await gatewayMe(env.stack, used)).toBe(200);
+  return { t, used, live: [await openSocket(env.stack.realtimeWs[0], used), await openSocket(env.stack.realtimeWs[1], used)] };
+}
+
+/**
+ * One outage on its own stack. Both run at once on two stacks (the outages
+ * are mostly waiting: two minutes of the suite instead of four).
+ */
+async function outage(kind: Kind, env: Env): Promise<void> {
+    const { stack, bystander } = env;
+    const { t, used, live } = await victim(env);
+    const probe = new ServedProbe(stack, bystander);
+    await probe.start();
+    await eventually('the bystander is served before the fault', async () => probe.count(0, Date.now()) >= 10);
+    expect(probe.failures(0, Date.now()), 'before the fault').toEqual([]);
+
+    // The disable commits while realtime2 is stalled (so its call still waits), then PostgreSQL goes.
+    stack.freeze('realtime2');
+    const version = async () => (await stack.postgres.query<{ version: number }>('SELECT version FROM tenants WHERE tenant_id = $1', [t.id]))[0]!.version;
+    const before = await version();
+    const disableCall = stack.admin('POST', `/admin/tenants/${t.id}/disable`);
+    const committedAt = await eventually('the disable is committed', async () => ((await version()) > before ? Date.now() : undefined), 10_000, 2);
+    if (kind === 'stopped') await stack.postgres.stop();
+    else stack.postgres.freeze();
+    const downAt = Date.now();
+    stack.resume('realtime2');
+
+    // In force everywhere within the lease of its commit (asserted below, measured here): the
+    // send time of the first probe round that found nothing accepted and every live socket closed.
+    // A refusal may take a while to come back (a verifier asking the registry for the tenant's keys).
+    let slowestProbeMs = 0;
+    const inForceAt = await eventually(
+      'the disable is in force everywhere',
+      async () => {
+        const sentAt = Date.now();
+        const open = live.filter((s) => s.closeCode === undefined).length;
+        const accepted = await acceptedNow(stack, t, used, { fetch: false });
+        slowestProbeMs = Math.max(slowestProbeMs, Date.now() - sentAt);
+        return accepted.length === 0 && open === 0 ? sentAt : undefined;
+      },
+      15_000,
+      20,
+    );
+    // The call itself waits for confirmations it cannot read any more (PostgreSQL is away).
+    const answer = await disableCall;
+
+    // Admin calls and host-sync fetches while PostgreSQL is away: a batch a second for the first
+    // CALLS_FOR_MS (past pg's former 5 s read timeout and its 5 s rollback, where 500s used to show).
+    const auth = `Bearer ${stack.adminToken}`;
+    const good = basic(bystander.clientId, bystander.clientSecret);
+    const batch = (): Array<Promise<Answer>> => [
+      call(stack, 'disable', 'POST', `/admin/tenants/${t.id}/disable`, auth),
+      call(stack, 'revoke_all', 'POST', `/admin/tenants/${t.id}/jwt_secret/revoke_all`, auth),
+      call(stack, 'create', 'POST', '/admin/tenants', auth),
+      call(stack, 'get', 'GET', `/admin/tenants/${t.id}`, auth),
+      call(stack, 'list', 'GET', '/admin/tenants', auth),
+      call(stack, 'audit', 'GET', '/admin/audit', auth),
+      call(stack, 'fetch', 'POST', `/api/host/tenants/${bystander.id}/jwt_secret/fetch`, good),
+      call(stack, 'fetch_wrong', 'POST', `/api/host/tenants/${bystander.id}/jwt_secret/fetch`, basic(bystander.clientId, 'not-the-secret')),
+    ];
+    const pending: Array<Promise<Answer>> = [];
+    for (let i = 0; i < CALLS_FOR_MS / 1000; i++) {
+      const at = Date.now();
+      pending.push(...batch());
+      await sleepUntil(at + 1000);
+    }
+    const admin = await Promise.all(pending);
+
+    await sleepUntil(downAt + OUTAGE_MS);
+    const healAt = Date.now();
+    if (kind === 'stopped') await stack.postgres.start();
+    else stack.postgres.resume();
+    const back = await eventually('the admin API answers again', async () => ((await stack.admin('GET', `/admin/tenants/${t.id}`, 3000)).status === 200 ? Date.now() : undefined), 30_000, 100);
+    await sleepUntil(back + 2000);
+    // Its own sockets only: the other outage runs on beside it.
+    await probe.stop();
+
+    const during = probe.failures(downAt, healAt);
+    const after = probe.failures(healAt, Date.now());
+    console.log(
+      `[faults] postgres ${kind} ${OUTAGE_MS} ms: disable answered ${answer.status} ${answer.text.slice(0, 60)} in ${answer.ms} ms; in force ${inForceAt - committedAt} ms after its commit (PostgreSQL away ${downAt - committedAt} ms after it; slowest probe round ${slowestProbeMs} ms); ` +
+        `bystander: ${probe.count(downAt, healAt)} actions during the outage, ${during.length} refused; ${after.length} refused after; ${admin.length} admin and host-sync calls during the outage: ${summarize(admin)}; admin back ${back - healAt} ms after the heal`,
+    );
+    expect(during.map((o) => `${o.what}: ${o.detail} at +${o.at - downAt} ms`), 'refused while PostgreSQL was away').toEqual([]);
+    expect(after.map((o) => `${o.what}: ${o.detail}`), 'refused after it was back').toEqual([]);
+    expect(probe.count(downAt, healAt)).toBeGreaterThan(OUTAGE_MS / 100);
+    expect(inForceAt - committedAt, 'a change committed just before the outage is in force within the lease').toBeLessThanOrEqual(stack.leaseMs + GRACE_MS);
+    expect([200, 503]).toContain(answer.status);
+    const slowOrWrong = admin.filter((a) => a.status !== 503 || a.text !== '{"errors":["unavailable"]}' || a.ms >= 1000);
+    expect(slowOrWrong.map((a) => `${a.name}: ${a.status} ${a.text.slice(0, 80)} in ${a.ms} ms`), 'every admin call and host-sync fetch answers 503 unavailable within 1 s').toEqual([]);
+}
+
 describe('faults: PostgreSQL down or hung with the registry and Redis up', () => {
-  const suite = useFaultStack({ serviceEnv: { KEY_CACHE_TTL_S: '10', AUTH_CACHE_TTL_S: '5' } });
+  const envs = {} as Record<Kind, Env>;
+  beforeAll(async () => {
+    await Promise.all(
+      KINDS.map(async (kind) => {
+        const stack = await FaultStack.start({ serviceEnv: { KEY_CACHE_TTL_S: '10', AUTH_CACHE_TTL_S: '5' } });
+        const bystander = await Tenant.create(stack);
+        envs[kind] = { stack, bystander, tenants: [bystander] };
+      }),
+    );
+  });
+  afterAll(async () => {
+    closeSockets();
+    await Promise.all(KINDS.map((k) => envs[k]?.stack.stop()));
+  });
 
-  for (const kind of ['stopped', 'hung'] as const) {
-    it(`PostgreSQL ${kind} for ${OUTAGE_MS / 1000} s: an unchanged tenant is served throughout, a disable committed just before is in force within the lease, admin calls answer 503 within 1 s`, async () => {
-      const { stack, bystander } = suite;
-      const { t, used, live } = await suite.victim();
-      const probe = new ServedProbe(stack, bystander);
-      await probe.start();
-      await eventually('the bystander is served before the fault', async () => probe.count(0, Date.now()) >= 10);
-      expect(probe.failures(0, Date.now()), 'before the fault').toEqual([]);
-
-      // The disable commits while realtime2 is stalled (so its call still waits), then PostgreSQL goes.
-      stack.freeze('realtime2');
-      const version = async () => (await stack.postgres.query<{ version: number }>('SELECT version FROM tenants WHERE tenant_id = $1', [t.id]))[0]!.version;
-      const before = await version();
-      const disableCall = stack.admin('POST', `/admin/tenants/${t.id}/disable`);
-      const committedAt = await eventually('the disable is committed', async () => ((await version()) > before ? Date.now() : undefined), 10_000, 2);
-      if (kind === 'stopped') await stack.postgres.stop();
-      else stack.postgres.freeze();
-      const downAt = Date.now();
-      stack.resume('realtime2');
-
-      // In force everywhere within the lease of its commit (asserted below, measured here): the
-      // send time of the first probe round that found nothing accepted and every live socket closed.
-      // A refusal may take a while to come back (a verifier asking the registry for the tenant's keys).
-      let slowestProbeMs = 0;
-      const inForceAt = await eventually(
-        'the disable is in force everywhere',
-        async () => {
-          const sentAt = Date.now();
-          const open = live.filter((s) => s.closeCode === undefined).length;
-          const accepted = await acceptedNow(stack, t, used, { fetch: false });
-          slowestProbeMs = Math.max(slowestProbeMs, Date.now() - sentAt);
-          return accepted.length === 0 && open === 0 ? sentAt : undefined;
-        },
-        15_000,
-        20,
-      );
-      // The call itself waits for confirmations it cannot read any more (PostgreSQL is away).
-      const answer = await disableCall;
-
-      // Admin calls and host-sync fetches while PostgreSQL is away: a batch a second for the first
-      // CALLS_FOR_MS (past pg's former 5 s read timeout and its 5 s rollback, where 500s used to show).
-      const auth = `Bearer ${stack.adminToken}`;
-      const good = basic(bystander.clientId, bystander.clientSecret);
-      const batch = (): Array<Promise<Answer>> => [
-        call(stack, 'disable', 'POST', `/admin/tenants/${t.id}/disable`, auth),
-        call(stack, 'revoke_all', 'POST', `/admin/tenants/${t.id}/jwt_secret/revoke_all`, auth),
-        call(stack, 'create', 'POST', '/admin/tenants', auth),
-        call(stack, 'get', 'GET', `/admin/tenants/${t.id}`, auth),
-        call(stack, 'list', 'GET', '/admin/tenants', auth),
-        call(stack, 'audit', 'GET', '/admin/audit', auth),
-        call(stack, 'fetch', 'POST', `/api/host/tenants/${bystander.id}/jwt_secret/fetch`, good),
-        call(stack, 'fetch_wrong', 'POST', `/api/host/tenants/${bystander.id}/jwt_secret/fetch`, basic(bystander.clientId, 'not-the-secret')),
-      ];
-      const pending: Array<Promise<Answer>> = [];
-      for (let i = 0; i < CALLS_FOR_MS / 1000; i++) {
-        const at = Date.now();
-        pending.push(...batch());
-        await sleepUntil(at + 1000);
-      }
-      const admin = await Promise.all(pending);
-
-      await sleepUntil(downAt + OUTAGE_MS);
-      const healAt = Date.now();
-      if (kind === 'stopped') await stack.postgres.start();
-      else stack.postgres.resume();
-      const back = await eventually('the admin API answers again', async () => ((await stack.admin('GET', `/admin/tenants/${t.id}`, 3000)).status === 200 ? Date.now() : undefined), 30_000, 100);
-      await sleepUntil(back + 2000);
-      await probe.stop();
-      closeSockets();
-
-      const during = probe.failures(downAt, healAt);
-      const after = probe.failures(healAt, Date.now());
-      console.log(
-        `[faults] postgres ${kind} ${OUTAGE_MS} ms: disable answered ${answer.status} ${answer.text.slice(0, 60)} in ${answer.ms} ms; in force ${inForceAt - committedAt} ms after its commit (PostgreSQL away ${downAt - committedAt} ms after it; slowest probe round ${slowestProbeMs} ms); ` +
-          `bystander: ${probe.count(downAt, healAt)} actions during the outage, ${during.length} refused; ${after.length} refused after; ${admin.length} admin and host-sync calls during the outage: ${summarize(admin)}; admin back ${back - healAt} ms after the heal`,
-      );
-      expect(during.map((o) => `${o.what}: ${o.detail} at +${o.at - downAt} ms`), 'refused while PostgreSQL was away').toEqual([]);
-      expect(after.map((o) => `${o.what}: ${o.detail}`), 'refused after it was back').toEqual([]);
-      expect(probe.count(downAt, healAt)).toBeGreaterThan(OUTAGE_MS / 100);
-      expect(inForceAt - committedAt, 'a change committed just before the outage is in force within the lease').toBeLessThanOrEqual(stack.leaseMs + GRACE_MS);
-      expect([200, 503]).toContain(answer.status);
-      const slowOrWrong = admin.filter((a) => a.status !== 503 || a.text !== '{"errors":["unavailable"]}' || a.ms >= 1000);
-      expect(slowOrWrong.map((a) => `${a.name}: ${a.status} ${a.text.slice(0, 80)} in ${a.ms} ms`), 'every admin call and host-sync fetch answers 503 unavailable within 1 s').toEqual([]);
-    });
-  }
+  it(`PostgreSQL stopped (one stack) and hung (another) for ${OUTAGE_MS / 1000} s: an unchanged tenant is served throughout, a disable committed just before is in force within the lease, admin calls and host-sync fetches answer 503 within 1 s`, async () => {
+    const results = await Promise.allSettled(KINDS.map((kind) => outage(kind, envs[kind])));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  });
 
   it('no process crashed and no secret or token reached any log', () => {
-    finalChecks(suite);
+    for (const kind of KINDS) {
+      expectNoCrash(envs[kind].stack);
+      expectNoSecretsInLogs(envs[kind].stack, envs[kind].tenants);
+    }
   });
 });
