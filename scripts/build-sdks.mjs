@@ -7,8 +7,8 @@ import { spawnSync } from 'node:child_process';
 import process from 'node:process';
 import { fileURLToPath, URL } from 'node:url';
 
+const script = fileURLToPath(new URL('./build-sdk.mjs', import.meta.url));
 for (const sdk of ['host', 'client']) {
-  const script = fileURLToPath(new URL(`../packages/${sdk}/scripts/build.mjs`, import.meta.url));
-  const result = spawnSync(process.execPath, [script], { stdio: 'inherit' });
+  const result = spawnSync(process.execPath, [script, fileURLToPath(new URL(`../packages/${sdk}`, import.meta.url))], { stdio: 'inherit' });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TestSocket } from '../support/ws-client';
-import { eventually, expectTrafficResumes, openSocket, subscribe, wsPublish } from './support/probes';
+import { eventually, expectTrafficResumes, openSocket, subscribe, upgradeStatus, wsPublish } from './support/probes';
 import { finalChecks, useFaultStack } from './support/suite';
 
 /** WebSocket close code of an instance that cannot vouch for its connections (docs/PROTOCOL.md "Close codes"). */
@@ -15,16 +15,6 @@ async function readyz(url: string): Promise<{ status: number; checks: Record<str
     return { status: res.status, checks: body.checks ?? {} };
   } catch {
     return { status: 0, checks: {} };
-  }
-}
-
-async function upgradeStatus(url: string, token: string): Promise<number> {
-  try {
-    const s = await openSocket(url, token);
-    s.ws.terminate();
-    return 101;
-  } catch (err) {
-    return (err as { status?: number }).status ?? 0;
   }
 }
 

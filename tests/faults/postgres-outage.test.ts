@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestSocket } from '../support/ws-client';
 import { FaultStack } from './support/fault-stack';
-import { acceptedNow, closeSockets, eventually, expectNoCrash, expectNoSecretsInLogs, gatewayMe, GRACE_MS, openSocket, restPublish, sleepUntil, Tenant, wsPublish } from './support/probes';
+import { acceptedNow, closeSockets, eventually, expectNoCrash, expectNoSecretsInLogs, gatewayMe, GRACE_MS, openSocket, restPublish, sleepUntil, Tenant, upgradeStatus, wsPublish } from './support/probes';
 
 /**
  * #28 item 4: a PostgreSQL outage (stopped, or hung: every process SIGSTOPped)
@@ -77,15 +77,7 @@ class ServedProbe {
     this.loops = [this.loop('gateway /me (fresh token)', 100, async () => String(await gatewayMe(this.stack, await this.t.token(), 3000)), (s) => s === '200'),
       this.loop('REST publish', 300, async () => String((await restPublish(this.stack, await this.t.token(), 'outage', { at: Date.now() }, 3000)).status), (s) => s === '201'),
       ...this.stack.realtimeWs.map((url, i) =>
-        this.loop(`upgrade on realtime${i + 1}`, 400, async () => {
-          try {
-            const s = await openSocket(url, await this.t.token());
-            s.ws.terminate();
-            return '101';
-          } catch (err) {
-            return String((err as { status?: number }).status ?? (err as Error).message);
-          }
-        }, (s) => s === '101'),
+        this.loop(`upgrade on realtime${i + 1}`, 400, async () => String(await upgradeStatus(url, await this.t.token())), (s) => s === '101'),
       ),
       ...this.sockets.map((sock, i) =>
         this.loop(`WebSocket publish on realtime${i + 1}`, 300, async () => {

@@ -166,7 +166,8 @@ export async function subscribe(sock: TestSocket, topic: string, after?: string,
   return sock.next((f) => f.ref === ref && (f.type === 'subscribed' || f.type === 'error'), timeoutMs);
 }
 
-async function upgradeStatus(url: string, token: string): Promise<number> {
+/** A WebSocket upgrade's outcome: 101 (the socket is dropped at once), the refusal's status, or 0. */
+export async function upgradeStatus(url: string, token: string): Promise<number> {
   try {
     const s = await openSocket(url, token);
     s.ws.terminate();
