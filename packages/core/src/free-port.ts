@@ -27,11 +27,37 @@ function canBind(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * Ports this process handed out. A port is only probed, not held, until its
+ * listener starts (often in a child process, seconds later), so without this
+ * two calls could hand out the same port (seen: two fault stacks booting side
+ * by side, a verifier failing with EADDRINUSE on a port its sibling stack's
+ * service had been given).
+ */
+const handedOut = new Set<number>();
+
+/**
+ * Test workers run side by side in separate processes; each draws from its own
+ * slice of the range (VITEST_POOL_ID is 1..n), so two workers never pick the
+ * same port either. Outside vitest the whole range is used.
+ */
+function range(): [number, number] {
+  const poolId = Number(process.env.VITEST_POOL_ID);
+  if (!Number.isInteger(poolId) || poolId < 1) return [PORT_FLOOR, PORT_CEILING];
+  const slices = 8;
+  const width = Math.floor((PORT_CEILING - PORT_FLOOR) / slices);
+  const low = PORT_FLOOR + ((poolId - 1) % slices) * width;
+  return [low, low + width];
+}
+
 /** A free loopback port below the ephemeral range, for a listener started later (bounded: 200 candidates). */
 export async function freeLoopbackPort(): Promise<number> {
+  const [low, high] = range();
   for (let i = 0; i < 200; i++) {
-    const port = PORT_FLOOR + Math.floor(Math.random() * (PORT_CEILING - PORT_FLOOR));
+    const port = low + Math.floor(Math.random() * (high - low));
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
     if (await canBind(port)) return port;
   }
-  throw new Error(`no free port between ${PORT_FLOOR} and ${PORT_CEILING}`);
+  throw new Error(`no free port between ${low} and ${high}`);
 }
