@@ -93,10 +93,19 @@ export function runService<C extends { logLevel: string }>(m: ServiceModule<C>):
   });
 }
 
+/**
+ * The accept queue asked for (the kernel caps it at net.core.somaxconn).
+ * Node's default of 511 overflowed when an attacker opened 2,028 connections
+ * at once (tests/faults/overload.test.ts with FAULTS_OVERLOAD_LANES=52): the
+ * kernel dropped SYNs, and a valid client's new connection waited out TCP's
+ * 1 s and 3 s retransmits.
+ */
+export const LISTEN_BACKLOG = 4096;
+
 export function listen(server: Server, port: number, host = DEFAULT_BIND_HOST): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
       server.off('error', reject);
       const addr = server.address();
       resolve(typeof addr === 'object' && addr ? addr.port : port);

@@ -16,6 +16,8 @@ export class FakeVerifier {
   unavailable = false;
   /** When true, checks are never answered (callers hit their deadline). */
   silent = false;
+  /** Checks of these tokens are never answered (only theirs: others are answered as usual). */
+  readonly silentFor = new Set<string>();
   /** How many checks were asked for (both RPCs). */
   calls = 0;
   /**
@@ -38,7 +40,7 @@ export class FakeVerifier {
       Verify: (call: grpc.ServerUnaryCall<{ token: string }, unknown>, cb: grpc.sendUnaryData<unknown>) => {
         if (!this.admitted(call.metadata)) return cb(grpcError('invalid_internal_token'));
         this.calls += 1;
-        if (this.silent) return;
+        if (this.silent || this.silentFor.has(call.request.token)) return;
         if (this.unavailable) return cb({ code: grpc.status.UNAVAILABLE, details: 'unavailable' });
         cb(null, toWire(this.verdict(call.request.token)));
       },
@@ -49,7 +51,7 @@ export class FakeVerifier {
         }
         call.on('data', (req: { id: number; token: string }) => {
           this.calls += 1;
-          if (this.silent) return;
+          if (this.silent || this.silentFor.has(req.token)) return;
           if (this.unavailable) call.write({ id: req.id, result: null, unavailable: true });
           else call.write({ id: req.id, result: toWire(this.verdict(req.token)), unavailable: false });
         });

@@ -54,6 +54,12 @@ export interface OverloadConfig {
   refusedPerAddressPerMinute: number;
   /** REFUSED_AUTH_BURST: how many refused credentials an address may cause at once. */
   refusedBurst: number;
+  /** REFUSED_AUTH_HOLD_MS: after the gateway's own 429 (or the unproven lane's 503), how long at most the connection is not read from; 0 = off. */
+  refusedHoldMs: number;
+  /** UNPROVEN_AUTH_IN_FLIGHT: verifier and registry calls at once for credentials of tenants not served here recently. */
+  unprovenInFlight: number;
+  /** UNPROVEN_AUTH_QUEUE: how many more such requests may wait for a turn; past it they get 503. */
+  unprovenQueue: number;
   /** MAX_REQUESTS_IN_FLIGHT: requests being answered at once; past it new ones get 503. */
   maxInFlight: number;
   /** SHED_EVENT_LOOP_DELAY_MS: event-loop delay (p99 of the last 250 ms) past which new requests get 503; 0 = off. */
@@ -97,6 +103,9 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
     overload: Object.freeze({
       refusedPerAddressPerMinute: r.int('REFUSED_AUTH_RATE_LIMIT', 60, 1, 1_000_000),
       refusedBurst: r.int('REFUSED_AUTH_BURST', 20, 1, 1_000_000),
+      refusedHoldMs: r.int('REFUSED_AUTH_HOLD_MS', 5000, 0, 60_000),
+      unprovenInFlight: r.int('UNPROVEN_AUTH_IN_FLIGHT', 8, 1, 100_000),
+      unprovenQueue: r.int('UNPROVEN_AUTH_QUEUE', 1024, 0, 1_000_000),
       maxInFlight: r.int('MAX_REQUESTS_IN_FLIGHT', 2000, 1, 1_000_000),
       maxEventLoopDelayMs: readDelay(r),
     }),

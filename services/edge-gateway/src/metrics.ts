@@ -12,11 +12,15 @@ export interface GatewayMetrics {
   rateLimited(): void;
   /** Answered 429 by the gateway itself: the client address is past its budget of refused credentials. */
   refusedAuthLimited(route: RouteLabel): void;
-  /** Answered 503 before any work: the gateway is past its in-flight or event-loop-delay bound. */
-  shed(reason: 'in_flight' | 'event_loop_delay'): void;
+  /** Answered 503: the gateway is past its in-flight or event-loop-delay bound, or the unproven lane's queue is full. */
+  shed(reason: 'in_flight' | 'event_loop_delay' | 'unproven_lane'): void;
   /** WebSockets proxied to realtime and open now (+1 at the 101, -1 at close). */
   /** Reports the shedder's state at each scrape (requests in flight, the last sampled event-loop delay). */
   observeLoad(current: () => { inFlight: number; eventLoopDelayMs: number }): void;
+  /** Reports the connections held after the gateway's own 429 (now, and since start) at each scrape. */
+  observeHold(current: () => { held: number; total: number }): void;
+  /** Reports the unproven lane's calls running and waiting at each scrape. */
+  observeLane(current: () => { active: number; queued: number }): void;
   websocketOpened(): void;
   websocketClosed(): void;
   auth: AuthObserver;
@@ -46,10 +50,30 @@ export function createGatewayMetrics(): GatewayMetrics {
   new Gauge({ name: 'gateway_event_loop_delay_seconds', help: 'Event-loop delay (p99) of the shedder\'s last sample', registers: [registry], collect() {
     this.set(load().eventLoopDelayMs / 1000);
   } });
+  let hold: () => { held: number; total: number } = () => ({ held: 0, total: 0 });
+  new Gauge({ name: 'gateway_held_connections', help: 'Connections not read from until the Retry-After of the 429 they were answered has passed', registers: [registry], collect() {
+    this.set(hold().held);
+  } });
+  new Counter({ name: 'gateway_held_connections_total', help: 'Connections held after a 429 of the gateway, since start', registers: [registry], collect() {
+    this.reset();
+    this.inc(hold().total);
+  } });
+  let lane: () => { active: number; queued: number } = () => ({ active: 0, queued: 0 });
+  new Gauge({ name: 'gateway_unproven_lane', help: 'Verifier and registry calls for credentials of tenants not served here recently, running and waiting', labelNames: ['state'], registers: [registry], collect() {
+    const { active, queued } = lane();
+    this.set({ state: 'active' }, active);
+    this.set({ state: 'queued' }, queued);
+  } });
   return {
     registry,
     observeLoad: (current) => {
       load = current;
+    },
+    observeHold: (current) => {
+      hold = current;
+    },
+    observeLane: (current) => {
+      lane = current;
     },
     request: (route, status) => requests.inc({ route, status: String(status) }),
     upstreamError: (upstream, kind) => upstreamErrors.inc({ upstream, kind }),

@@ -6,7 +6,9 @@ import { Authenticator } from './auth/authenticator';
 import { VerificationCache } from './auth/verification-cache';
 import type { GatewayConfig } from './config';
 import { createApp } from './http/create-app';
+import { ConnectionHold } from './limits/connection-hold';
 import { LoadShedder } from './limits/load-shedder';
+import { UnprovenLane } from './limits/unproven-lane';
 import { RefusalBudget } from './limits/refusal-budget';
 import { createGatewayMetrics } from './metrics';
 import { gatewayReadiness } from './http/readiness';
@@ -52,9 +54,15 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
   const budget = new RefusalBudget({ perMinute: config.overload.refusedPerAddressPerMinute, burst: config.overload.refusedBurst, clock });
   const shedder = new LoadShedder({ maxInFlight: config.overload.maxInFlight, maxEventLoopDelayMs: config.overload.maxEventLoopDelayMs });
   metrics.observeLoad(() => shedder.current);
+  const hold = new ConnectionHold(config.overload.refusedHoldMs);
+  metrics.observeHold(() => hold.current);
+  const lane = new UnprovenLane({ maxInFlight: config.overload.unprovenInFlight, maxQueued: config.overload.unprovenQueue });
+  metrics.observeLane(() => lane.current);
   const app = createApp({
     budget,
     shedder,
+    hold,
+    lane,
     config,
     logger,
     metrics,

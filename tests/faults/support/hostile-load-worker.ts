@@ -2,7 +2,7 @@
  * One process of hostile HTTP load against the gateway (issue #28 item 5),
  * run by hostile-load.ts as `node --import tsx hostile-load-worker.ts <json>`.
  * Open loop: it offers `rate` requests per second whatever the answers, from
- * each of `addresses` in turn (4 keep-alive sockets bound to each loopback
+ * each of `addresses` in turn (`lanesPerAddress` keep-alive sockets, default 4, bound to each loopback
  * source address), at most `maxInFlight` sent or waiting for a socket at
  * once (past that an offered request is counted as not sent). The mix is the issue's:
  * - GET /api/v1/me with a token of a random tenant (a well-formed HS256 JWT
@@ -23,6 +23,10 @@ interface Args {
   tenantId: string;
   clientId: string;
   maxInFlight: number;
+  /** Keep-alive sockets per source address (default 4). */
+  lanesPerAddress?: number;
+  /** A new connection for every request (closed once answered), as a client without keep-alive. */
+  reconnect?: boolean;
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
@@ -100,7 +104,7 @@ class Lane {
     }
     this.buf = this.buf.subarray(end);
     const status = text.slice(9, 12);
-    if (text.includes('\r\nconnection: close')) {
+    if (args.reconnect || text.includes('\r\nconnection: close')) {
       const s = this.socket;
       this.socket = undefined;
       s?.removeAllListeners('close');
@@ -111,8 +115,7 @@ class Lane {
   }
 }
 
-const LANES_PER_ADDRESS = 4;
-const lanes = args.addresses.flatMap((a) => Array.from({ length: LANES_PER_ADDRESS }, () => new Lane(a)));
+const lanes = args.addresses.flatMap((a) => Array.from({ length: args.lanesPerAddress ?? 4 }, () => new Lane(a)));
 const counts: Record<string, number> = {};
 let sent = 0;
 let notSent = 0;

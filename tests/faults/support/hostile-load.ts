@@ -13,6 +13,9 @@ export interface HostileLoadOptions {
   tenantId: string;
   clientId: string;
   workers?: number;
+  /** Keep-alive sockets per address (default 4), and a new connection per request instead (default false). */
+  lanesPerAddress?: number;
+  reconnect?: boolean;
 }
 
 export interface HostileLoadResult {
@@ -46,6 +49,8 @@ export class HostileLoad {
         tenantId: this.opts.tenantId,
         clientId: this.opts.clientId,
         maxInFlight: 1024,
+        lanesPerAddress: this.opts.lanesPerAddress,
+        reconnect: this.opts.reconnect,
       };
       const p = track(new ManagedProcess(`hostile-${w}`, process.execPath, ['--import', 'tsx', 'tests/faults/support/hostile-load-worker.ts', JSON.stringify(args)], {}));
       p.start();

@@ -4,7 +4,9 @@ import { authorizationOf, bearerToken, declaredTooLarge, INVALID_TOKEN_HEADERS, 
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Authenticator } from '../auth/authenticator';
 import type { GatewayConfig } from '../config';
+import type { ConnectionHold } from '../limits/connection-hold';
 import type { LoadShedder } from '../limits/load-shedder';
+import { LANE_FULL, type UnprovenLane } from '../limits/unproven-lane';
 import type { RefusalBudget } from '../limits/refusal-budget';
 import { MAX_API_BODY_BYTES, MAX_HOST_API_BODY_BYTES, MAX_HOST_FETCH_BODY_BYTES } from './body-limit';
 import { applyCors } from './cors';
@@ -30,6 +32,10 @@ export interface AppOptions {
   budget?: RefusalBudget;
   /** Sheds new requests past the in-flight and event-loop-delay bounds; none: never. */
   shedder?: LoadShedder;
+  /** Stops reading a connection for its Retry-After after the gateway's own 429; none: never. */
+  hold?: ConnectionHold;
+  /** Bounds verifier and registry calls for credentials nothing vouches for yet; none: unbounded. */
+  lane?: UnprovenLane;
 }
 
 /**
@@ -71,8 +77,23 @@ export function createApp(opts: AppOptions): Express {
   const realtime = roundRobin(config.realtimeUrls ?? [config.realtimeUrl]);
   const toRealtime = createUpstreamProxy({ ...proxyBase, name: 'realtime', target: realtime.urls[0]!, ...(realtime.size > 1 && { router: realtime.next }), stripAuthorization: true });
   const ops = { metrics: metrics.registry, readiness: opts.readiness };
-  const { budget, shedder } = opts;
-  const limitedHeaders = (retryAfterS: number) => ({ 'retry-after': String(retryAfterS), [LIMIT_HEADER]: String(budget!.limit) });
+  const { budget, shedder, hold, lane } = opts;
+  /** Past the unproven lane's queue: shed as the load shedder does (503 + Retry-After, never auth_unavailable). */
+  const laneFull = (res: Response) => {
+    metrics.shed('unproven_lane');
+    const ctx = contextOf(res.req);
+    ctx.quiet = true;
+    hold?.afterAnswer(res.req, res, ctx.clientAddress, 1);
+    fail(res, 'unavailable', { 'retry-after': '1' });
+  };
+  /** The gateway's own 429 for an address past its budget; its connection is then held for the Retry-After. */
+  const rateLimited = (req: Request, res: Response, retryAfterS: number) => {
+    const ctx = contextOf(req);
+    metrics.refusedAuthLimited(ctx.route);
+    ctx.quiet = true;
+    hold?.afterAnswer(req, res, ctx.clientAddress, retryAfterS);
+    fail(res, 'rate_limited', { 'retry-after': String(retryAfterS), [LIMIT_HEADER]: String(budget!.limit) });
+  };
 
   const app = express();
   app.disable('x-powered-by');
@@ -123,9 +144,7 @@ export function createApp(opts: AppOptions): Express {
     const authorization = authorizationOf(req) ?? '';
     const exhausted = budget.exhausted(ctx.clientAddress);
     if (exhausted !== undefined && !budget.credentialWasServed(segment, authorization)) {
-      metrics.refusedAuthLimited(ctx.route);
-      ctx.quiet = true;
-      fail(res, 'rate_limited', limitedHeaders(exhausted));
+      rateLimited(req, res, exhausted);
       return false;
     }
     res.once('finish', () => {
@@ -133,6 +152,28 @@ export function createApp(opts: AppOptions): Express {
       else if (res.statusCode >= 200 && res.statusCode < 300) budget.credentialServed(segment, authorization);
     });
     return true;
+  };
+
+  /**
+   * A host route to the registry, with the client address it counts refusals
+   * by. The body is read first (a slow upload holds no turn); a credential the
+   * registry has not accepted recently then waits its turn in the unproven lane.
+   */
+  const forwardHost = async (req: Request, res: Response, limit: number) => {
+    const ctx = contextOf(req);
+    const headers = { 'x-request-id': ctx.requestId, 'x-internal-token': config.internalToken, 'x-relay-client-address': ctx.clientAddress };
+    const body = await readBodyOrRefuse(req, res, limit);
+    if (body === undefined) return;
+    const segment = HOST_TENANT_SEGMENT.exec(req.path)?.[1] ?? '';
+    if (!lane || !budget || budget.credentialWasServed(segment, authorizationOf(req) ?? '')) return toRegistry(req, res, body, headers);
+    const turn = await lane.run(
+      () =>
+        new Promise<void>((resolve) => {
+          res.once('close', resolve);
+          toRegistry(req, res, body, headers);
+        }),
+    );
+    if (turn === LANE_FULL) laneFull(res);
   };
 
   app.all(HOST_FETCH_PATH, async (req: Request, res: Response) => {
@@ -146,11 +187,7 @@ export function createApp(opts: AppOptions): Express {
     res.once('finish', () => {
       if (res.statusCode === 429) metrics.rateLimited();
     });
-    await forwardWithBody(req, res, MAX_HOST_FETCH_BODY_BYTES, toRegistry, {
-      'x-request-id': ctx.requestId,
-      'x-internal-token': config.internalToken,
-      'x-relay-client-address': ctx.clientAddress,
-    });
+    await forwardHost(req, res, MAX_HOST_FETCH_BODY_BYTES);
   });
 
   // Same headers as the fetch (the registry's Basic check and failure rate limit serve both); the
@@ -163,11 +200,7 @@ export function createApp(opts: AppOptions): Express {
     res.once('finish', () => {
       if (res.statusCode === 429) metrics.rateLimited();
     });
-    await forwardWithBody(req, res, MAX_HOST_API_BODY_BYTES, toRegistry, {
-      'x-request-id': ctx.requestId,
-      'x-internal-token': config.internalToken,
-      'x-relay-client-address': ctx.clientAddress,
-    });
+    await forwardHost(req, res, MAX_HOST_API_BODY_BYTES);
   });
 
   app.use(async (req: Request, res: Response, next: NextFunction) => {
@@ -187,18 +220,20 @@ export function createApp(opts: AppOptions): Express {
           budget?.refused(ctx.clientAddress);
           return fail(res, 'invalid_or_missing_token', INVALID_TOKEN_HEADERS);
         }
-        metrics.refusedAuthLimited('api_v1');
-        ctx.quiet = true;
-        return fail(res, 'rate_limited', limitedHeaders(exhausted));
+        return rateLimited(req, res, exhausted);
       };
       const token = bearerToken(authorizationOf(req));
       if (token === undefined) return refuse();
       if (exhausted !== undefined && !budget!.tokenOfServedTenant(token)) return refuse();
       let result;
       try {
-        const verdict = authenticator!.check(token);
+        // A token of a tenant not served here recently waits its turn in the lane (which sheds past its queue).
+        const unproven = lane !== undefined && budget !== undefined && !budget.tokenOfServedTenant(token);
+        const verdict = unproven ? lane.run(async () => authenticator!.check(token)) : authenticator!.check(token);
         if (verdict instanceof Promise) {
-          result = await verdict;
+          const answer = await verdict;
+          if (answer === LANE_FULL) return laneFull(res);
+          result = answer;
           if (result.valid) budget?.tenantServed(result.identity.tenantId);
         } else result = verdict;
       } catch (err) {

@@ -127,3 +127,102 @@ describe('edge-gateway: load shedding', () => {
     expect((await get()).status).toBe(200);
   });
 });
+
+describe('edge-gateway: the unproven lane', () => {
+  let h: GatewayHarness;
+  beforeAll(async () => {
+    h = await startGatewayHarness({ env: { UNPROVEN_AUTH_IN_FLIGHT: '2', UNPROVEN_AUTH_QUEUE: '1', VERIFY_DEADLINE_MS: '3000' } });
+  });
+  afterAll(() => h.stop());
+
+  const me = (token: string) => fetch(`${h.url}/api/v1/me`, { headers: { authorization: `Bearer ${token}` } });
+
+  it('tokens of tenants not served here take turns (2 at the verifier, 1 waiting, then 503 unavailable); a served tenant\'s token passes them', async () => {
+    const served = randomUUID();
+    const good = tokenFor(served);
+    h.verifier.allow(good, fakeIdentity({ tenantId: served }));
+    expect((await me(good)).status).toBe(200);
+
+    // Two checks the verifier never answers hold both turns; a third waits.
+    const stuck = [tokenFor(randomUUID()), tokenFor(randomUUID())];
+    for (const t of stuck) h.verifier.silentFor.add(t);
+    const calls = h.verifier.calls;
+    const held = stuck.map((t) => me(t));
+    const deadline = Date.now() + 5000;
+    while (h.verifier.calls < calls + 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(h.verifier.calls).toBe(calls + 2);
+    const waiting = me(tokenFor(randomUUID()));
+
+    const started = Date.now();
+    const shed = await me(tokenFor(randomUUID()));
+    expect(shed.status).toBe(503);
+    expect(await shed.json()).toEqual({ errors: ['unavailable'] });
+    expect(shed.headers.get('retry-after')).toBe('1');
+    expect(Date.now() - started, 'shed at once, not after waiting').toBeLessThan(1000);
+    expect(h.verifier.calls, 'neither the waiting nor the shed one reached the verifier').toBe(calls + 2);
+
+    // A fresh token of the tenant served before is judged at once.
+    const fresh = tokenFor(served);
+    h.verifier.allow(fresh, fakeIdentity({ tenantId: served }));
+    expect((await me(fresh)).status).toBe(200);
+    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    expect(metrics).toMatch(/gateway_shed_requests_total\{reason="unproven_lane"[^}]*\} 1/);
+    expect(metrics).toMatch(/gateway_unproven_lane\{state="active"[^}]*\} 2/);
+    expect(metrics).toMatch(/gateway_unproven_lane\{state="queued"[^}]*\} 1/);
+    // A host credential the registry has not accepted here takes the same lane.
+    const hostShed = await fetch(`${h.url}/api/host/tenants/${randomUUID()}/jwt_secret/fetch`, { method: 'POST', headers: { authorization: basic('never-accepted') } });
+    expect(hostShed.status).toBe(503);
+    expect(await hostShed.json()).toEqual({ errors: ['unavailable'] });
+
+    // The stuck checks hit their deadline (503 auth_unavailable, never a pass); the waiting one then gets its turn and its verdict.
+    expect((await Promise.all(held)).map((r) => r.status)).toEqual([503, 503]);
+    expect((await waiting).status).toBe(401);
+  });
+});
+
+describe('edge-gateway: a connection answered the gateway\'s own 429 is held for its Retry-After', () => {
+  let h: GatewayHarness;
+  beforeAll(async () => {
+    h = await startGatewayHarness({ env: { REFUSED_AUTH_RATE_LIMIT: '1', REFUSED_AUTH_BURST: '1', REFUSED_AUTH_HOLD_MS: '1000', TRUST_PROXY: 'true' } });
+  });
+  afterAll(() => h.stop());
+
+  it('its next request is read only after the hold; another connection of the same address is served meanwhile', async () => {
+    const { Agent, request } = await import('node:http');
+    const served = randomUUID();
+    const good = tokenFor(served);
+    h.verifier.allow(good, fakeIdentity({ tenantId: served }));
+    const address = '203.0.113.77';
+    const get = (agent: InstanceType<typeof Agent>, token: string) =>
+      new Promise<{ status: number; ms: number }>((resolve, reject) => {
+        const started = performance.now();
+        const url = new URL(`${h.url}/api/v1/me`);
+        const req = request({ host: url.hostname, port: url.port, path: url.pathname, agent, headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': address } }, (res) => {
+          res.resume();
+          res.once('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - started }));
+        });
+        req.once('error', reject);
+        req.end();
+      });
+    const attacker = new Agent({ keepAlive: true, maxSockets: 1 });
+    const neighbour = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      expect((await get(neighbour, good)).status).toBe(200);
+      expect((await get(attacker, tokenFor(randomUUID()))).status).toBe(401);
+      expect((await get(attacker, tokenFor(randomUUID()))).status).toBe(429);
+      // The same connection (maxSockets 1, kept alive): not read until the hold is over.
+      const next = get(attacker, tokenFor(randomUUID()));
+      const meanwhile = await get(neighbour, good);
+      expect(meanwhile.status).toBe(200);
+      expect(meanwhile.ms).toBeLessThan(500);
+      const held = await next;
+      expect(held.status).toBe(429);
+      expect(held.ms).toBeGreaterThanOrEqual(900);
+      const metrics = await (await fetch(`${h.url}/metrics`)).text();
+      expect(metrics).toMatch(/gateway_held_connections_total\{[^}]*\} [1-9]/);
+    } finally {
+      attacker.destroy();
+      neighbour.destroy();
+    }
+  });
+});
