@@ -47,8 +47,18 @@ describe('docs/openapi.yaml against the running services', () => {
   it('admin API: tenants, their changes, the audit log, and every refusal', async () => {
     expect((await call('POST', '/admin/tenants')).status).toBe(401);
     expect((await call('POST', '/admin/tenants', { headers: { authorization: 'Bearer nope' } })).status).toBe(401);
-    expect(errors(await call('POST', '/admin/tenants', { headers: { ...admin(), ...json }, body: '{"name":"x"}' }))).toEqual(['invalid_body']);
-    expect((await call('POST', '/admin/tenants', { headers: { ...admin(), ...json }, body: `{"pad":"${'x'.repeat(2000)}"}` })).status).toBe(413);
+    expect(errors(await call('POST', '/admin/tenants', { headers: { ...admin(), ...json }, body: '{"name":' }))).toEqual(['invalid_body']);
+    expect(errors(await call('POST', '/admin/tenants', { headers: { ...admin(), ...json }, body: '{"nmae":"x"}' }))).toEqual(['invalid_tenant_meta']);
+    expect((await call('POST', '/admin/tenants', { headers: { ...admin(), ...json }, body: `{"pad":"${'x'.repeat(20_000)}"}` })).status).toBe(413);
+    const named = await call('POST', '/admin/tenants', { headers: { ...admin(), ...json }, body: '{"name":"Acme","labels":{"plan":"pro"}}' });
+    expect(named.status).toBe(201);
+    const namedId = (named.body as { tenant_id: string }).tenant_id;
+    const patched = await call('PATCH', '/admin/tenants/{tenant_id}', { headers: { ...admin(), ...json }, params: { tenant_id: namedId }, body: '{"name":null,"labels":{"plan":null,"tier":"gold"}}' });
+    expect(patched.body).toMatchObject({ name: null, labels: { tier: 'gold' } });
+    expect(errors(await call('PATCH', '/admin/tenants/{tenant_id}', { headers: { ...admin(), ...json }, params: { tenant_id: namedId }, body: '{}' }))).toEqual(['invalid_tenant_meta']);
+    expect(errors(await call('PATCH', '/admin/tenants/{tenant_id}', { headers: { ...admin(), ...json }, params: { tenant_id: NIL_TENANT }, body: '{"name":"x"}' }))).toEqual(['tenant_not_found']);
+    expect((await call('GET', '/admin/tenants', { headers: admin(), query: { label: 'tier=gold', q: 'acm' } })).status).toBe(200);
+    expect(errors(await call('GET', '/admin/tenants', { headers: admin(), query: { label: 'Tier=gold' } }))).toEqual(['invalid_query']);
     const created = await call('POST', '/admin/tenants', { headers: admin() });
     expect(created.status).toBe(201);
     tenant = created.body as CreatedTenant;

@@ -97,6 +97,29 @@ describe('admin CLI commands', () => {
     expect(next.tenants[0]).not.toEqual(page.tenants[0]);
   });
 
+  it('names and labels tenants, changes and removes them, and lists by label and name (#30)', async () => {
+    const label = `cli${Date.now().toString(36)}`;
+    const created = await run(['create-tenant', '--name', 'Acme EU', '--label', `batch=${label}`, '--label', 'plan=pro']);
+    expect(created.code, created.stderr).toBe(0);
+    const id = (JSON.parse(created.stdout) as { tenant_id: string }).tenant_id;
+    expect(JSON.parse(created.stdout)).toMatchObject({ name: 'Acme EU', labels: { batch: label, plan: 'pro' } });
+    await run(['create-tenant', '--name', 'Other', '--label', `batch=${label}`, '--label', 'plan=free']);
+    const updated = await run(['update-tenant', id, '--clear-name', '--label', 'region=eu', '--unlabel', 'plan']);
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(JSON.parse(updated.stdout)).toMatchObject({ tenant_id: id, name: null, labels: { batch: label, region: 'eu' } });
+    expect(JSON.parse(updated.stdout).labels).not.toHaveProperty('plan');
+    const byLabel = JSON.parse((await run(['list-tenants', '--label', `batch=${label}`, '--label', 'region=eu'])).stdout) as { tenants: Array<{ tenant_id: string }> };
+    expect(byLabel.tenants.map((t) => t.tenant_id)).toEqual([id]);
+    const byName = JSON.parse((await run(['list-tenants', '--label', `batch=${label}`, '--search', 'oth'])).stdout) as { tenants: Array<{ name: string }> };
+    expect(byName.tenants.map((t) => t.name)).toEqual(['Other']);
+    expect(await run(['update-tenant', id, '--label', 'Bad=x'])).toMatchObject({ code: 1, stdout: '', stderr: expect.stringMatching(/^error: the registry refused the name or labels \(400 invalid_tenant_meta\): label key "Bad"/) });
+    for (const argv of [['update-tenant', id], ['update-tenant'], ['update-tenant', id, '--name'], ['update-tenant', id, '--name', 'a', '--clear-name'], ['update-tenant', id, '--label', 'novalue'], ['create-tenant', '--unlabel', 'x']]) {
+      const res = await run(argv);
+      expect(res.code, argv.join(' ')).toBe(2);
+      expect(res.stderr).toMatch(/^error: (update|create)-tenant/);
+    }
+  });
+
   it('prints the audit log, newest first, of one tenant or all, page by page', async () => {
     const id = (JSON.parse((await run(['create-tenant'])).stdout) as { tenant_id: string }).tenant_id;
     await run(['disable', id]);

@@ -32,8 +32,25 @@ interface Command {
 const tenantPath = (suffix: string) => (args: string[]) => ({ method: 'POST', path: `/admin/tenants/${encodeURIComponent(args[0]!)}${suffix}`, tenant: args[0] });
 
 export const COMMANDS: Record<string, Command> = {
-  'create-tenant': { args: '', help: 'create a tenant; prints its host-sync credential (shown once)', request: () => ({ method: 'POST', path: '/admin/tenants' }) },
-  'list-tenants': { args: '[--limit N] [--cursor C]', help: 'list tenants, oldest first', request: listRequest('list-tenants', '/admin/tenants', { '--limit': 'limit', '--cursor': 'cursor' }) },
+  'create-tenant': {
+    args: '[--name N] [--label K=V]...',
+    help: 'create a tenant, optionally named and labelled; prints its host-sync credential (shown once)',
+    request: (args) => metaRequest('create-tenant', args, false, { method: 'POST', path: '/admin/tenants' }),
+  },
+  'update-tenant': {
+    args: 'ID [--name N | --clear-name] [--label K=V]... [--unlabel K]...',
+    help: "set a tenant's name, add or change labels, remove labels",
+    request: (args) => {
+      const [id, ...rest] = args;
+      if (id === undefined || id.startsWith('--')) throw new UsageError('update-tenant takes a tenant id, then what to change');
+      return metaRequest('update-tenant', rest, true, { method: 'PATCH', path: `/admin/tenants/${encodeURIComponent(id)}`, tenant: id });
+    },
+  },
+  'list-tenants': {
+    args: '[--label K=V]... [--search Q] [--limit N] [--cursor C]',
+    help: 'list tenants, oldest first; only those with every label given, whose name contains Q',
+    request: listRequest('list-tenants', '/admin/tenants', { '--limit': 'limit', '--cursor': 'cursor', '--search': 'q', '--label': 'label' }, ['label']),
+  },
   'get-tenant': { args: 'ID', help: 'show one tenant', request: (args) => ({ method: 'GET', path: `/admin/tenants/${encodeURIComponent(args[0]!)}`, tenant: args[0] }) },
   disable: { args: 'ID', help: 'disable a tenant (its tokens and fetches are refused)', request: tenantPath('/disable') },
   enable: { args: 'ID', help: 'enable a disabled tenant', request: tenantPath('/enable') },
@@ -79,8 +96,41 @@ export function usage(): string {
 
 class UsageError extends Error {}
 
-/** A GET with flags as query parameters (`flags` maps each flag to its parameter). */
-function listRequest(name: string, path: string, flags: Record<string, string>) {
+/**
+ * `--name N`, `--clear-name` (update only), `--label K=V` and `--unlabel K`
+ * (update only), repeatable, into the JSON body of a create or an update.
+ * The registry judges names and labels; this only shapes the body.
+ */
+function metaRequest(name: string, args: string[], update: boolean, request: CliRequest): CliRequest {
+  const body: { name?: string | null; labels?: Record<string, string | null> } = {};
+  for (let i = 0; i < args.length; i++) {
+    const flag = args[i]!;
+    if (flag === '--clear-name' && update) {
+      if (body.name !== undefined) throw new UsageError(`${name}: --name and --clear-name exclude each other`);
+      body.name = null;
+      continue;
+    }
+    const value = args[++i];
+    if (value === undefined) throw new UsageError(`${name}: ${flag} takes a value`);
+    if (flag === '--name') {
+      if (body.name !== undefined) throw new UsageError(`${name}: give --name once${update ? ' (or --clear-name)' : ''}`);
+      body.name = value;
+    } else if (flag === '--label') {
+      const eq = value.indexOf('=');
+      if (eq <= 0) throw new UsageError(`${name}: --label takes KEY=VALUE, got ${JSON.stringify(value)}`);
+      body.labels = { ...body.labels, [value.slice(0, eq)]: value.slice(eq + 1) };
+    } else if (flag === '--unlabel' && update) {
+      body.labels = { ...body.labels, [value]: null };
+    } else {
+      throw new UsageError(`${name} takes ${update ? '--name N, --clear-name, --label K=V and --unlabel K' : '--name N and --label K=V'}, got ${JSON.stringify(flag)}`);
+    }
+  }
+  if (update && body.name === undefined && body.labels === undefined) throw new UsageError(`${name} needs something to change: --name, --clear-name, --label or --unlabel`);
+  return Object.keys(body).length === 0 ? request : { ...request, body: JSON.stringify(body) };
+}
+
+/** A GET with flags as query parameters (`flags` maps each flag to its parameter; those in `repeatable` may come more than once). */
+function listRequest(name: string, path: string, flags: Record<string, string>, repeatable: readonly string[] = []) {
   return (args: string[]): CliRequest => {
     const query = new URLSearchParams();
     for (let i = 0; i < args.length; i += 2) {
@@ -88,7 +138,8 @@ function listRequest(name: string, path: string, flags: Record<string, string>) 
       const value = args[i + 1];
       const param = Object.hasOwn(flags, flag) ? flags[flag] : undefined;
       if (param === undefined || value === undefined) throw new UsageError(`${name} takes ${Object.keys(flags).join(', ')} with a value each, got ${JSON.stringify(flag)}`);
-      query.set(param, value);
+      if (repeatable.includes(param)) query.append(param, value);
+      else query.set(param, value);
     }
     const q = query.toString();
     return { method: 'GET', path: `${path}${q ? `?${q}` : ''}`, tenant: query.get('tenant_id') ?? undefined };
@@ -240,6 +291,8 @@ function describeFailure(status: number, body: unknown, id: string | undefined):
       return `no tenant ${id} (404 tenant_not_found)`;
     case 'invalid_tenant_id':
       return `${JSON.stringify(id)} is not a tenant id (400 invalid_tenant_id)`;
+    case 'invalid_tenant_meta':
+      return `the registry refused the name or labels (400 invalid_tenant_meta): ${String((body as { problem?: unknown }).problem ?? 'no reason given')}`;
     case 'invalid_channel_rules':
       return `the registry refused the rules document (400 invalid_channel_rules): ${String((body as { problem?: unknown }).problem ?? 'no reason given')}`;
     default: {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRegistry, type TestRegistry } from '../testing/test-registry';
 
-const VIEW_KEYS = ['created_at', 'disabled', 'has_previous_secret', 'host_sync_client_id', 'tenant_id', 'updated_at'];
+const VIEW_KEYS = ['created_at', 'disabled', 'has_previous_secret', 'host_sync_client_id', 'labels', 'name', 'tenant_id', 'updated_at'];
 const UNKNOWN_ID = '6f1d2a7e-3c1b-4e55-8a2f-0b9c8d7e6f50';
 
 let reg: TestRegistry;
@@ -51,16 +51,21 @@ describe('admin API', () => {
     expect(view).toEqual({ ...body, host_sync_client_secret: undefined });
   });
 
-  it('accepts an empty or {} body on create and refuses anything else with 400 invalid_body', async () => {
-    for (const body of ['', '{}', ' { } ']) {
+  it('accepts an empty or {} body on create (or a name and labels), refuses what is not JSON with 400 invalid_body and other JSON with 400 invalid_tenant_meta', async () => {
+    for (const body of ['', '{}', ' { } ', '{"name":"x"}']) {
       expect((await reg.admin('POST', '/admin/tenants', { body, headers: { 'content-type': 'application/json' } })).status).toBe(201);
     }
-    for (const body of ['{', '{"name":"x"}', '[]', 'null', 'hello']) {
+    for (const body of ['{', 'hello']) {
       const res = await reg.admin('POST', '/admin/tenants', { body, headers: { 'content-type': 'application/json' } });
       expect(res.status).toBe(400);
       expect(await res.text()).toBe('{"errors":["invalid_body"]}');
     }
-    const big = await reg.admin('POST', '/admin/tenants', { body: `{"x":"${'a'.repeat(5000)}"}`, headers: { 'content-type': 'application/json' } });
+    for (const body of ['{"x":1}', '[]', 'null']) {
+      const res = await reg.admin('POST', '/admin/tenants', { body, headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { errors: string[] }).errors).toEqual(['invalid_tenant_meta']);
+    }
+    const big = await reg.admin('POST', '/admin/tenants', { body: `{"x":"${'a'.repeat(20_000)}"}`, headers: { 'content-type': 'application/json' } });
     expect(big.status).toBe(413);
     expect(await big.text()).toBe('{"errors":["payload_too_large"]}');
   });
@@ -220,7 +225,7 @@ describe('admin API', () => {
   it('answers 405 with Allow for a wrong method and 404 not_found for an unknown path', async () => {
     const wrong = await reg.admin('DELETE', `/admin/tenants/${UNKNOWN_ID}`);
     expect(wrong.status).toBe(405);
-    expect(wrong.headers.get('allow')).toBe('GET');
+    expect(wrong.headers.get('allow')).toBe('GET, PATCH');
     expect(await wrong.text()).toBe('{"errors":["method_not_allowed"]}');
     expect((await reg.admin('GET', `/admin/tenants/${UNKNOWN_ID}/disable`)).headers.get('allow')).toBe('POST');
     for (const path of ['/admin/tenants/x/y/z', '/admin', '/nope', '/api/host/tenants']) {

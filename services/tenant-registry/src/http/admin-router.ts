@@ -8,6 +8,7 @@ import type { TenantChannelRules } from '../store/channel-rules-store';
 import type { PropagationResult } from '../tenants/propagation';
 import type { AdminOutcome, TenantAdmin } from '../tenants/tenant-admin';
 import { toTenantView } from '../tenants/tenant';
+import { MAX_LABELS, parseTenantFilter, parseTenantMeta } from '../tenants/tenant-meta';
 import { isProblem, parseRevokeRequest, parseUserId } from '../tenants/host-requests';
 import type { UserActionOutcome, UserActions } from '../tenants/user-actions';
 import { ACTIONS, CHANNEL_RULES_PATH, describeAdminCall, USER_ACTIONS, type AdminCall } from './admin-call';
@@ -18,6 +19,8 @@ import type { TokenExplainer } from '../verifier/token-explainer';
 
 /** Admin calls take no body; a small limit keeps junk cheap to refuse. */
 const MAX_ADMIN_BODY_BYTES = 1024;
+/** A tenant's name and labels: 64 labels of 63-character keys and values, and the name, fit well within. */
+const MAX_META_BODY_BYTES = 16 * 1024;
 /** The one admin body: a channel rules document (MAX_CHANNEL_RULES rules of the longest pattern and every action fit well within). */
 const MAX_RULES_BODY_BYTES = 128 * 1024;
 
@@ -94,8 +97,12 @@ export function adminRouter(deps: AdminRouterDeps): Router {
 
   router
     .route('/tenants')
-    .post(named('create'), rawBody, requireEmptyBody, async (req, res) => {
-      const created = await admin.create();
+    .post(named('create'), rawBodyUpTo(MAX_META_BODY_BYTES), async (req, res) => {
+      // No body (the contract's create) or {"name": ..., "labels": {...}} (#30).
+      const body = optionalJsonBody(req);
+      const meta = body === undefined ? {} : parseTenantMeta(body, false);
+      if (typeof meta === 'string') return answer(req, res, 400, errorBody('invalid_tenant_meta', { problem: meta }), {}, 'invalid_tenant_meta');
+      const created = await admin.create(meta);
       // The new tenant is what this call acted on.
       res.locals.call = { ...(res.locals.call as AdminCall), tenantId: created.tenant.tenantId };
       await answerChange(answer, req, res, 201, created);
@@ -104,7 +111,9 @@ export function adminRouter(deps: AdminRouterDeps): Router {
       const limit = parseLimit(req.query.limit);
       const cursor = req.query.cursor;
       if (cursor !== undefined && typeof cursor !== 'string') throw new RelayError('invalid_query');
-      const page = await admin.list(limit, cursor === undefined ? undefined : decodeCursor(cursor));
+      const filter = parseTenantFilter(req.query.label, req.query.q);
+      if (typeof filter === 'string') return answer(req, res, 400, errorBody('invalid_query', { problem: filter }), {}, 'invalid_query');
+      const page = await admin.list(limit, cursor === undefined ? undefined : decodeCursor(cursor), filter);
       await answer(req, res, 200, { tenants: page.tenants.map(toTenantView), next_cursor: page.next ? encodeCursor(page.next) : null });
     })
     .all(methodNotAllowed('GET, POST'));
@@ -116,7 +125,18 @@ export function adminRouter(deps: AdminRouterDeps): Router {
       if (!tenant) throw new RelayError('tenant_not_found');
       await answer(req, res, 200, toTenantView(tenant));
     })
-    .all(methodNotAllowed('GET'));
+    .patch(named('update'), rawBodyUpTo(MAX_META_BODY_BYTES), async (req, res) => {
+      const tenantId = tenantIdParam(req);
+      const meta = parseTenantMeta(jsonBody(req), true);
+      if (typeof meta === 'string') return answer(req, res, 400, errorBody('invalid_tenant_meta', { problem: meta }), {}, 'invalid_tenant_meta');
+      const updated = await admin.updateMeta(tenantId, meta);
+      if (!updated) throw new RelayError('tenant_not_found');
+      if (updated === 'too_many_labels') {
+        return answer(req, res, 400, errorBody('invalid_tenant_meta', { problem: `at most ${MAX_LABELS} labels` }), {}, 'invalid_tenant_meta');
+      }
+      await answer(req, res, 200, toTenantView(updated));
+    })
+    .all(methodNotAllowed('GET, PATCH'));
 
   for (const [path, action] of ACTIONS) {
     router

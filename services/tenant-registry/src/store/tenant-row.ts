@@ -1,4 +1,5 @@
 import type { Tenant } from '../tenants/tenant';
+import { sortedLabels, type TenantLabels } from '../tenants/tenant-meta';
 import type { TenantState } from '../tenants/tenant-rules';
 
 /** The tenants table, column for column. */
@@ -14,6 +15,9 @@ export interface TenantRow {
   previous_secret: string | null;
   created_at: Date;
   updated_at: Date;
+  /** Display name and labels (#30); never token-relevant. */
+  name: string | null;
+  labels: TenantLabels;
 }
 
 const COLUMNS = [
@@ -28,6 +32,8 @@ const COLUMNS = [
   'previous_secret',
   'created_at',
   'updated_at',
+  'name',
+  'labels',
 ] as const satisfies readonly (keyof TenantRow)[];
 /** What a change may write: never the id, the host-sync client id or the creation time. */
 const UPDATED_COLUMNS = COLUMNS.filter((c) => c !== 'tenant_id' && c !== 'host_sync_client_id' && c !== 'created_at');
@@ -40,6 +46,7 @@ export const UPDATE_TENANT = `UPDATE tenants SET ${UPDATED_COLUMNS.map((c, i) =>
 
 function param(r: TenantRow, column: keyof TenantRow): unknown {
   const v = r[column];
+  if (column === 'labels') return JSON.stringify(v);
   return v instanceof Date ? v.toISOString() : v;
 }
 
@@ -61,6 +68,8 @@ export function normalizeRow(raw: Record<string, unknown>): TenantRow {
     previous_key_version: r.previous_key_version === null ? null : Number(r.previous_key_version),
     created_at: toDate(r.created_at),
     updated_at: toDate(r.updated_at),
+    name: r.name ?? null,
+    labels: toLabels(r.labels),
   };
 }
 
@@ -74,6 +83,8 @@ export function rowToTenant(r: TenantRow): Tenant {
     previousKeyVersion: r.previous_key_version,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    name: r.name,
+    labels: r.labels,
   };
 }
 
@@ -101,6 +112,12 @@ export function withState(r: TenantRow, s: TenantState): TenantRow {
     previous_secret: s.previousSecret,
     host_sync_secret_hash: s.hostSyncSecretHash,
   };
+}
+
+/** jsonb comes back parsed from pg and PGlite alike; a string (a driver that does not parse it) is parsed here. */
+function toLabels(v: unknown): TenantLabels {
+  const parsed: unknown = typeof v === 'string' ? JSON.parse(v) : v;
+  return parsed && typeof parsed === 'object' ? sortedLabels(parsed as Record<string, string>) : {};
 }
 
 function toDate(v: unknown): Date {

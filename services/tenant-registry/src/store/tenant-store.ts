@@ -3,6 +3,7 @@ import type { TenantCrypto } from '../crypto/tenant-crypto';
 import { newHostSyncClientId, newSecret, newTenantId } from '../crypto/random-secret';
 import type { Db, Queryable } from '../db/db';
 import type { HostSyncCredential, ListPosition, Tenant, TenantChange, TenantKeys, TenantPage } from '../tenants/tenant';
+import { mergeLabels, sortedLabels, type TenantFilter, type TenantMetaInput } from '../tenants/tenant-meta';
 import { applyAction, type FreshSecrets, type TenantAction } from '../tenants/tenant-rules';
 import { UnknownTenants } from '../tenants/unknown-tenants';
 import { ChannelRulesStore } from './channel-rules-store';
@@ -45,7 +46,8 @@ export class TenantStore {
     this.users = new UserActionsStore(db, this.feed, clock);
   }
 
-  async create(): Promise<TenantChange & { hostSyncSecret: string }> {
+  /** `meta`: the name and labels to start with (labels set to null are simply not set). */
+  async create(meta: TenantMetaInput = {}): Promise<TenantChange & { hostSyncSecret: string }> {
     const tenantId = newTenantId();
     const hostSyncSecret = newSecret();
     const now = this.now();
@@ -61,6 +63,8 @@ export class TenantStore {
       previous_secret: null,
       created_at: now,
       updated_at: now,
+      name: meta.name ?? null,
+      labels: mergeLabels({}, meta.labels ?? {}) ?? {},
     };
     const event = { kind: 'created' as const, version: 1, revokedKeyVersions: [] };
     const seq = await this.db.transaction(async (tx) => {
@@ -76,19 +80,50 @@ export class TenantStore {
     return row && rowToTenant(row);
   }
 
-  /** Tenants ordered by (created_at, tenant_id), starting after `after`. */
-  async list(limit: number, after?: ListPosition): Promise<TenantPage> {
+  /**
+   * Tenants ordered by (created_at, tenant_id), starting after `after`, those
+   * that carry every label of `filter.labels` and whose name contains
+   * `filter.search` (case-insensitive) only.
+   */
+  async list(limit: number, after?: ListPosition, filter: TenantFilter = {}): Promise<TenantPage> {
     const params: unknown[] = [limit + 1];
-    let where = '';
+    const where: string[] = [];
     if (after) {
-      where = 'WHERE (created_at, tenant_id) > ($2::timestamptz, $3::uuid)';
       params.push(after.createdAt.toISOString(), after.tenantId);
+      where.push(`(created_at, tenant_id) > ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
     }
-    const raw = await this.db.query(`SELECT ${TENANT_COLUMNS} FROM tenants ${where} ORDER BY created_at, tenant_id LIMIT $1`, params);
+    if (filter.labels && Object.keys(filter.labels).length > 0) {
+      params.push(JSON.stringify(filter.labels));
+      where.push(`labels @> $${params.length}::jsonb`);
+    }
+    if (filter.search !== undefined) {
+      // A literal substring: LIKE's own wildcards in it are escaped.
+      params.push(`%${filter.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      where.push(`name ILIKE $${params.length}`);
+    }
+    const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
+    const raw = await this.db.query(`SELECT ${TENANT_COLUMNS} FROM tenants ${clause} ORDER BY created_at, tenant_id LIMIT $1`, params);
     const tenants = raw.slice(0, limit).map((r) => rowToTenant(normalizeRow(r)));
     const last = tenants[tenants.length - 1];
     const next = raw.length > limit && last ? { createdAt: last.createdAt, tenantId: last.tenantId } : null;
     return { tenants, next };
+  }
+
+  /**
+   * Sets the name and labels (a label set to null is removed); no feed change,
+   * as nothing token-relevant changed. Undefined when the tenant does not
+   * exist, `'too_many_labels'` when more than MAX_LABELS would remain.
+   */
+  updateMeta(tenantId: string, meta: TenantMetaInput): Promise<Tenant | 'too_many_labels' | undefined> {
+    return this.db.transaction(async (tx) => {
+      const current = await this.read(tx, tenantId, true);
+      if (!current) return undefined;
+      const labels = meta.labels === undefined ? current.labels : mergeLabels(current.labels, meta.labels);
+      if (labels === undefined) return 'too_many_labels' as const;
+      const row: TenantRow = { ...current, name: meta.name === undefined ? current.name : meta.name, labels: sortedLabels(labels), updated_at: this.now() };
+      await tx.query(UPDATE_TENANT, updateParams(row));
+      return rowToTenant(row);
+    });
   }
 
   setDisabled(tenantId: string, disabled: boolean): Promise<TenantChange | undefined> {

@@ -14,6 +14,8 @@ const tenant = {
   previousKeyVersion: null,
   createdAt: new Date(0),
   updatedAt: new Date(0),
+  name: null,
+  labels: {},
 };
 
 function propagation(result: PropagationResult, awaited: number[]): Propagation {

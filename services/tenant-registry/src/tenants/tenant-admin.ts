@@ -3,6 +3,7 @@ import type { TenantChannelRules } from '../store/channel-rules-store';
 import type { TenantStore } from '../store/tenant-store';
 import type { Propagation, PropagationResult } from './propagation';
 import type { CommittedChangeEvent, ListPosition, Tenant, TenantChange, TenantPage } from './tenant';
+import type { TenantFilter, TenantMetaInput } from './tenant-meta';
 import type { TenantAction } from './tenant-rules';
 
 export type { TenantAction };
@@ -31,8 +32,8 @@ export class TenantAdmin {
     private readonly onPropagated: (confirmed: boolean, seconds: number) => void = () => {},
   ) {}
 
-  async create(): Promise<AdminOutcome & { hostSyncSecret: string }> {
-    const change = await this.store.create();
+  async create(meta: TenantMetaInput = {}): Promise<AdminOutcome & { hostSyncSecret: string }> {
+    const change = await this.store.create(meta);
     this.logger.info({ tenant_id: change.tenant.tenantId, seq: change.event?.seq }, 'tenant created');
     return { ...change, propagation: await this.propagate(change) };
   }
@@ -41,8 +42,15 @@ export class TenantAdmin {
     return this.store.get(tenantId);
   }
 
-  list(limit: number, after?: ListPosition): Promise<TenantPage> {
-    return this.store.list(limit, after);
+  list(limit: number, after?: ListPosition, filter?: TenantFilter): Promise<TenantPage> {
+    return this.store.list(limit, after, filter);
+  }
+
+  /** Name and labels: in force at once (no consumer reads them), so no propagation. */
+  async updateMeta(tenantId: string, meta: TenantMetaInput): Promise<Tenant | 'too_many_labels' | undefined> {
+    const updated = await this.store.updateMeta(tenantId, meta);
+    if (updated && updated !== 'too_many_labels') this.logger.info({ tenant_id: tenantId, name_set: meta.name !== undefined, labels_changed: Object.keys(meta.labels ?? {}).length }, 'tenant name or labels changed');
+    return updated;
   }
 
   /** Undefined when the tenant does not exist. */

@@ -1,4 +1,5 @@
 import type { TenantEventKind } from '@service-relay/tenant-events';
+import type { TenantLabels } from './tenant-meta';
 
 /** A tenant's state, without any secret. */
 export interface Tenant {
@@ -11,9 +12,12 @@ export interface Tenant {
   previousKeyVersion: number | null;
   createdAt: Date;
   updatedAt: Date;
+  /** Display name (null: none) and labels (#30). */
+  name: string | null;
+  labels: TenantLabels;
 }
 
-/** The admin API's tenant view (CONTRACT.md): never a JWT secret. */
+/** The admin API's tenant view (CONTRACT.md, plus name and labels): never a JWT secret. */
 export interface TenantView {
   tenant_id: string;
   host_sync_client_id: string;
@@ -21,6 +25,8 @@ export interface TenantView {
   has_previous_secret: boolean;
   created_at: string;
   updated_at: string;
+  name: string | null;
+  labels: TenantLabels;
 }
 
 export function toTenantView(t: Tenant): TenantView {
@@ -31,6 +37,8 @@ export function toTenantView(t: Tenant): TenantView {
     has_previous_secret: t.previousKeyVersion !== null,
     created_at: t.createdAt.toISOString(),
     updated_at: t.updatedAt.toISOString(),
+    name: t.name,
+    labels: t.labels,
   };
 }
 

@@ -1,0 +1,7 @@
+import { createTestDatabase } from '@service-relay/testkit';
+import { tenantMetaApiContract } from './admin-tenant-meta.contract';
+
+tenantMetaApiContract('PostgreSQL', async () => {
+  const database = await createTestDatabase('registry_tenant_meta_api');
+  return { env: { DATABASE_URL: database.url }, destroy: () => database.drop() };
+});
