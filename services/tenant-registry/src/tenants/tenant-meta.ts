@@ -18,8 +18,8 @@ export const MAX_NAME_LENGTH = 200;
 export const MAX_LABELS = 64;
 const LABEL_KEY = /^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$/;
 const LABEL_VALUE = /^([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)?$/;
-// Control characters (C0, DEL, C1) and the Unicode line and paragraph separators.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+// Control characters (Unicode category Cc: C0, DEL, C1) and the line and paragraph separators.
+const CONTROL = /[\p{Cc}\u2028\u2029]/u;
 
 /** Why `v` is not a tenant name (undefined when it is one). */
 function nameProblem(v: unknown): string | undefined {
