@@ -73,6 +73,13 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { paths: [...OTHER_SERVICES, ...VERIFIER_CLIENT, ...TRANSPORTS], patterns: TRANSPORT_FOLDERS }] },
   },
   {
+    // realtime's authorization decisions (channel access, revocation rule) are domain as well; their
+    // tests drive them over WebSocket and REST, like the service's other tests.
+    files: ['services/realtime/src/authz/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [...OTHER_SERVICES, ...VERIFIER_CLIENT, ...TRANSPORTS], patterns: TRANSPORT_FOLDERS }] },
+  },
+  {
     files: ['packages/*/src/**/*.ts'],
     ignores: ['**/*.test.ts', 'packages/testkit/**'],
     rules: { 'no-restricted-imports': ['error', { paths: OTHER_SERVICES, patterns: SERVICE_PATHS }] },

@@ -40,6 +40,8 @@ describe('lint: import boundaries', () => {
     ['services/realtime/src/topics/x.ts', "import { x } from '@service-relay/edge';"],
     ['services/auth-verifier/src/token/x.ts', "import { x } from '../grpc/registry-key-client';"],
     ['services/realtime/src/messaging/x.ts', "import { x } from '../ws/connection';"],
+    ['services/realtime/src/authz/x.ts', "import { x } from '../ws/close-codes';"],
+    ['services/realtime/src/authz/x.ts', "import { x } from 'ws';"],
   ])('a domain folder imports no transport: %s with %s', async (file, line) => {
     expect((await problems(file, use(line))).join('\n')).toMatch(/no-restricted-imports: .*(transport)/);
   });

@@ -1,7 +1,28 @@
 import { errorFromFrame, RelayClientError } from './client-error.js';
 import type { Ref, ServerFrame } from './frames.js';
+import type { ConnectionState } from './types.js';
 
 type Timer = ReturnType<typeof setTimeout>;
+
+/** What requests need from the connection they are sent on. */
+export interface RequestsHost {
+  state(): ConnectionState;
+  /** The tenant of the current connection when it is ready, else undefined. */
+  readyTenant(): string | undefined;
+  /** Sends on the current connection. */
+  send(frame: Record<string, unknown>): void;
+  /** Starts connecting when the client has not yet. */
+  connectIfIdle(): void;
+  /** `requestTimeoutMs`: how long a request waits for its answer (0: forever). */
+  readonly timeoutMs: number;
+}
+
+/** How a request waits: `queue: false` fails at once without a ready connection; `resend`: see PendingRequest. */
+export interface RequestOptions {
+  topic?: string;
+  queue?: boolean;
+  resend?: boolean;
+}
 
 export interface PendingRequest {
   /** The frame to send once the tenant is known (topics need it). */
@@ -29,7 +50,38 @@ export class RequestTable {
   private readonly pending = new Map<string, PendingRequest>();
   private counter = 0;
 
-  add(req: Omit<PendingRequest, 'timer' | 'sent' | 'everSent'>, timeoutMs: number): { ref: string; entry: PendingRequest } {
+  constructor(private readonly host: RequestsHost) {}
+
+  /**
+   * Sends a request on the ready connection, or queues it for the next one
+   * (connecting when the client has not yet); resolves with its answer.
+   */
+  request(type: string, build: (tenantId: string) => Record<string, unknown>, o: RequestOptions): Promise<ServerFrame> {
+    const host = this.host;
+    if (host.state() === 'closed') return Promise.reject(new RelayClientError('closed', 'the client is closed', { frame: type }));
+    const tenantId = host.readyTenant();
+    if (o.queue === false && tenantId === undefined) return Promise.reject(new RelayClientError('connection_lost', 'not connected', { frame: type }));
+    return new Promise((resolve, reject) => {
+      const req = { build, type, ...(o.topic !== undefined && { topic: o.topic }), ...(o.resend && { resend: true }), resolve, reject };
+      const { ref, entry } = this.add(req, host.timeoutMs);
+      if (tenantId !== undefined) {
+        entry.sent = true;
+        host.send({ type, ...build(tenantId), ref });
+      } else if (host.state() === 'idle') {
+        host.connectIfIdle();
+      }
+    });
+  }
+
+  /** On `ready`: the requests that waited for a connection go out, oldest first. */
+  sendUnsent(tenantId: string): void {
+    for (const [ref, req] of this.unsent()) {
+      req.sent = true;
+      this.host.send({ type: req.type, ...req.build(tenantId), ref });
+    }
+  }
+
+  private add(req: Omit<PendingRequest, 'timer' | 'sent' | 'everSent'>, timeoutMs: number): { ref: string; entry: PendingRequest } {
     const ref = `c${++this.counter}`;
     const entry: PendingRequest = { ...req, sent: false, timer: undefined };
     if (timeoutMs > 0) {
@@ -46,7 +98,7 @@ export class RequestTable {
   }
 
   /** Requests not yet sent, oldest first. */
-  unsent(): [string, PendingRequest][] {
+  private unsent(): [string, PendingRequest][] {
     return [...this.pending].filter(([, r]) => !r.sent);
   }
 

@@ -26,7 +26,8 @@ import { CLOSE_GOING_AWAY, CLOSE_TRY_AGAIN_LATER } from './ws/close-codes';
 const SHUTDOWN_GRACE_MS = 5000;
 /** How long a tenant's first request waits for the registry's answer on its channel rules (then 503 unavailable). */
 const RULES_DEADLINE_MS = 2000;
-import { Connection, type ConnectionContext } from './ws/connection';
+import { Connection } from './ws/connection';
+import type { ConnectionContext } from './ws/connection-context';
 import { ConnectionRegistry } from './ws/connection-registry';
 import { CUT_OFF_REASON, FeedCutoff } from './ws/feed-cutoff';
 import { Revocation } from './ws/revocation';

@@ -10,7 +10,8 @@ import { MemoryMessageBus } from '../messaging/memory-message-bus';
 import { RealtimeMetrics } from '../metrics';
 import { ManualScheduler } from '../timers/scheduler';
 import { TopicHub } from '../topics/topic-hub';
-import { Connection, type ConnectionContext } from '../ws/connection';
+import { Connection } from '../ws/connection';
+import type { ConnectionContext } from '../ws/connection-context';
 import { ConnectionRegistry } from '../ws/connection-registry';
 
 /** Enough of a ws socket for a Connection: the frames it is sent, parsed. */

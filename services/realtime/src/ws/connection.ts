@@ -1,24 +1,16 @@
-import { DEFAULT_CHANNEL_RULES, MAX_DATA_BYTES, RelayError, codeOf, presenceEnabled, skipRepeatedWsEnds, type ChannelAction, type ChannelRules, type ErrorCode, type Logger } from '@service-relay/core';
+import { codeOf, skipRepeatedWsEnds, type ErrorCode } from '@service-relay/core';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { WebSocket } from 'ws';
-import { channelAccess } from '../authz/channel-access';
-import { DEFAULT_RULES_LOOKUP, type ChannelRulesLookup } from '../authz/channel-rules-cache';
-import { TokenBucket } from '../limits/token-bucket';
 import type { TenantSlot } from '../limits/tenant-connections';
-import type { MessageBus } from '../messaging/message-bus';
-import { applyPublishRule } from '../messaging/publish-rule';
-import type { RealtimeMetrics } from '../metrics';
-import type { Presence } from '../presence/presence';
 import { expiryQueueOf } from '../timers/expiry-queue';
-import type { Scheduler } from '../timers/scheduler';
-import { checkTopic } from '../topics/topic';
-import type { TopicHub } from '../topics/topic-hub';
+import { batchFrame, MAX_BATCH_BYTES, type BatchMode } from './batch-frame';
+import { ChannelFrames } from './channel-frames';
 import { CLOSE_TRY_AGAIN_LATER, CLOSE_UNAUTHORIZED } from './close-codes';
 import { parseClientFrame, replyFrame, type ClientFrame, type Ref } from './client-frame';
-import type { ConnectionRegistry, TrackedConnection } from './connection-registry';
-import { batchFrame, MAX_BATCH_BYTES, type BatchMode } from './batch-frame';
+import { ALWAYS, type ConnectionContext, type FrameConnection, type LiveConnection } from './connection-context';
+import type { TrackedConnection } from './connection-registry';
 import { socketOf, writeTextFrame } from './server-frame';
-import { Subscription, type SubscriptionPresence } from './subscription';
+import { TokenRefresh } from './token-refresh';
 
 const TEXT = { binary: false } as const;
 const CONNECTION = Symbol('connection');
@@ -41,59 +33,17 @@ function onError(this: WebSocket, err: Error): void {
   connectionOf(this).onSocketError(err);
 }
 
-/** What every connection of a server shares. */
-export interface ConnectionContext {
-  hub: TopicHub;
-  messages: MessageBus;
-  registry: ConnectionRegistry;
-  scheduler: Scheduler;
-  metrics: RealtimeMetrics;
-  logger: Logger;
-  maxSubscriptions: number;
-  maxBufferedBytes: number;
-  /** PUBLISH_RATE_PER_S and PUBLISH_BURST; default: unlimited (tests that do not care). */
-  publishRate?: { ratePerS: number; burst: number };
-  /** AUTH_FRAMES_PER_MINUTE; default: the constant AUTH_FRAMES_PER_MINUTE below. */
-  authFramesPerMinute?: number;
-  /** False while this instance must not take publishes (refused with `unavailable`); default: always true. */
-  acceptingPublishes?: () => boolean;
-  /**
-   * FeedCutoff.serving: false while this instance cannot vouch for its
-   * connections, which it then closes (1013); nothing is delivered or acted
-   * on meanwhile. Default: always true.
-   */
-  serving?: () => boolean;
-  /** The tenant's channel rules (ChannelRulesCache.lookup); default: the default rules for every tenant. */
-  channelRules?: ChannelRulesLookup;
-  /** Presence (#13 item 3); absent: no channel has presence here. */
-  presence?: Presence;
-  /** Every connection whose socket is not yet closed (ping and shutdown); each adds and removes itself. */
-  live?: Set<Connection>;
-}
-
-const ALWAYS = () => true;
-/** Only read by unsubscribe, which no rule limits. */
-const DEFAULT_RULES = DEFAULT_CHANNEL_RULES;
-
-interface PresenceJoin {
-  watching: boolean;
-  dataJson: string | undefined;
-}
-
 /**
- * `auth` frames a connection may send per minute, unless AUTH_FRAMES_PER_MINUTE
- * says otherwise. A client refreshes once per token lifetime (minutes at
- * least); a few retries on top fit easily. Each frame costs a verifier call,
- * so the bound is what keeps one connection from starving everyone else's
- * upgrades.
+ * One authenticated WebSocket: the socket, its frame loop and what it is
+ * sent, its identity and token expiry. Channel frames (ws/channel-frames.ts)
+ * and token refresh (ws/token-refresh.ts) are handled elsewhere, on state
+ * made when first needed.
  */
-export const AUTH_FRAMES_PER_MINUTE = 10;
-const AUTH_WINDOW_MS = 60_000;
-
-/** One authenticated WebSocket: its identity, token expiry, subscriptions and frames. */
-export class Connection implements TrackedConnection {
-  /** Created on the first subscribe: most of an idle connection's memory is fixed cost. */
-  private subscriptions: Map<string, Subscription> | undefined;
+export class Connection implements TrackedConnection, FrameConnection, LiveConnection {
+  /** Subscriptions, publishes and presence; made on the first such frame. */
+  private channels: ChannelFrames | undefined;
+  /** `auth` frames; made on the first one. */
+  private refresher: TokenRefresh | undefined;
   /** The token expiry armed in the scheduler's shared queue (s, an integer kept unboxed); undefined when not armed. */
   private armedExpiry: number | undefined;
   private closeCode: number | undefined;
@@ -102,14 +52,6 @@ export class Connection implements TrackedConnection {
   /** Frames held for this tick's `batch` frame (batching connections only). */
   private held: Array<Buffer | string> | undefined;
   private heldBytes = 0;
-  /** One refresh at a time: a second `auth` while one is being checked is refused. */
-  private refreshing = false;
-  private authWindowStart = 0;
-  private authFrames = 0;
-  /** Created on the first publish, like the subscriptions. */
-  private publishBucket: TokenBucket | undefined;
-  /** This connection's presence membership id, made on its first presence subscribe. */
-  private presenceId: string | undefined;
   /** The ping sweep's step of the ping not answered yet, 0 once answered (ws/ping-sweep.ts). */
   pingedAt = 0;
 
@@ -152,6 +94,10 @@ export class Connection implements TrackedConnection {
     this.ctx.logger.debug({ err: err.message, tenant_id: this.identity.tenantId }, 'websocket error');
   }
 
+  get closed(): boolean {
+    return this.closeCode !== undefined;
+  }
+
   close(code: number, reason: string): void {
     if (this.closeCode !== undefined) return;
     // What this tick already owed the client goes before the close frame.
@@ -184,6 +130,12 @@ export class Connection implements TrackedConnection {
 
   confirm(identity: VerifiedIdentity): void {
     this.identity = identity;
+  }
+
+  renew(identity: VerifiedIdentity, token: string): void {
+    this.identity = identity;
+    this.token = token;
+    this.armExpiry();
   }
 
   sendPing(): void {
@@ -248,20 +200,23 @@ export class Connection implements TrackedConnection {
     });
   }
 
-  private send(text: string): void {
+  send(text: string): void {
     // Replies keep their place after the frames held for this tick.
     this.flushHeld();
     if (this.closeCode === undefined) this.ws.send(text);
   }
 
-  private error(code: ErrorCode, ref: Ref | undefined, extra: Record<string, unknown> = {}): void {
+  error(code: ErrorCode, ref: Ref | undefined, extra: Record<string, unknown> = {}): void {
     this.send(replyFrame({ type: 'error', code, ...extra }, ref));
   }
 
-  /** An error frame for a refusal by a limit, which names its number (docs/API.md "Limits"). */
-  private refuse(limit: string, code: ErrorCode, ref: Ref | undefined, extra: { limit: number; retry_after_ms?: number }): void {
+  refuse(limit: string, code: ErrorCode, ref: Ref | undefined, extra: { limit: number; retry_after_ms?: number }): void {
     this.ctx.metrics.limitRefusals.inc({ limit });
     this.error(code, ref, extra);
+  }
+
+  get serving(): () => boolean {
+    return this.ctx.serving ?? ALWAYS;
   }
 
   /** A frame from the client (undefined: a binary frame). */
@@ -281,186 +236,9 @@ export class Connection implements TrackedConnection {
   }
 
   private async handle(frame: ClientFrame): Promise<void> {
-    if (frame.type === 'auth') return this.refresh(frame.token, frame.ref);
+    if (frame.type === 'auth') return (this.refresher ??= new TokenRefresh(this, this.ctx)).refresh(frame.token, frame.ref);
     if (frame.type === 'ping') return this.send(replyFrame({ type: 'pong' }, frame.ref));
-    // Before any other check: a refused frame costs the server as little as possible.
-    if (frame.type === 'publish' && this.ctx.publishRate) {
-      const { ratePerS, burst } = this.ctx.publishRate;
-      const taken = (this.publishBucket ??= new TokenBucket(ratePerS, burst, this.ctx.scheduler)).take();
-      if (!taken.ok) return this.refuse('publish_rate', 'rate_limited', frame.ref, { limit: ratePerS, retry_after_ms: taken.retryAfterMs });
-    }
-    const topic = checkTopic(frame.topic, this.identity.tenantId);
-    if (!topic.ok) return this.error(topic.code, frame.ref);
-    const name = frame.topic as string;
-    let rules: ChannelRules = DEFAULT_RULES;
-    if (frame.type !== 'unsubscribe') {
-      // Known rules decide at once (no await on a publish); rules that must be asked for and cannot be refuse the frame with `unavailable`.
-      const lookup = (this.ctx.channelRules ?? DEFAULT_RULES_LOOKUP)(this.identity.tenantId);
-      rules = lookup instanceof Promise ? await lookup : lookup;
-      // Closed while the rules were fetched: nothing more for this connection.
-      if (this.closeCode !== undefined) return;
-      if (!this.may(rules, topic.ref.channel, frame.type)) return this.error('forbidden_channel', frame.ref);
-    }
-    if (frame.type === 'presence') return this.listPresence(name, topic.ref, rules, frame.ref);
-    if (frame.type === 'subscribe') return this.subscribe(name, topic.ref, frame.after, frame.epoch, frame.ref, this.presenceOf(rules, topic.ref.channel, frame.member));
-    if (frame.type === 'unsubscribe') {
-      const sub = this.subscriptions?.get(name);
-      if (sub) this.drop(sub);
-      return this.send(replyFrame({ type: 'unsubscribed', topic: name }, frame.ref));
-    }
-    const deps = { messages: this.ctx.messages, acceptingPublishes: this.ctx.acceptingPublishes ?? ALWAYS };
-    const verdict = await applyPublishRule(deps, { ref: topic.ref, userId: this.identity.userId, data: frame.data, idempotencyKey: frame.idempotencyKey });
-    if (!verdict.ok) {
-      if (verdict.refusal === 'payload_too_large') return this.refuse('payload_size', 'payload_too_large', frame.ref, { limit: MAX_DATA_BYTES });
-      return this.error(verdict.refusal === 'malformed' ? 'invalid_frame' : verdict.refusal, frame.ref);
-    }
-    this.ctx.metrics.messagesIn.inc({ source: 'ws' });
-    this.send(replyFrame({ type: 'published', topic: name, id: verdict.message.id }, frame.ref));
-  }
-
-  /**
-   * Decided with the tenant's rules and the current token's cap: new rules
-   * or a refresh with a narrower cap apply to requests after them;
-   * subscriptions already live stay (not re-checked retroactively).
-   * Unsubscribe is always allowed.
-   */
-  private may(rules: ChannelRules, channel: string, action: ChannelAction): boolean {
-    return channelAccess(rules, this.identity.cap, this.identity.userId, channel, action) === 'allow';
-  }
-
-  /**
-   * `subscribed` carries the channel's epoch and, with `after`, whether
-   * everything after it could be recovered; it precedes every replayed message.
-   */
-  private async subscribe(
-    name: string,
-    ref: Subscription['ref'],
-    after: string | undefined,
-    epoch: string | undefined,
-    frameRef: Ref | undefined,
-    presence: PresenceJoin | undefined,
-  ): Promise<void> {
-    const subscriptions = (this.subscriptions ??= new Map());
-    if (subscriptions.has(name)) {
-      // Already live: no replay, so nothing to recover.
-      const current = await this.ctx.messages.epoch(ref);
-      return this.send(replyFrame({ type: 'subscribed', topic: name, epoch: current }, frameRef));
-    }
-    if (subscriptions.size >= this.ctx.maxSubscriptions) return this.refuse('subscriptions', 'too_many_subscriptions', frameRef, { limit: this.ctx.maxSubscriptions });
-    const sub = new Subscription(name, ref, this);
-    subscriptions.set(name, sub);
-    try {
-      await this.ctx.hub.join(name, ref, sub);
-      if (sub.cancelled) return;
-      // A member (and watching, when allowed) before `subscribed`: the reply means the others can see it.
-      if (presence) await this.joinPresence(sub, presence);
-      if (sub.cancelled) return;
-      if (after === undefined) {
-        const current = await this.ctx.messages.epoch(ref);
-        if (sub.cancelled) return;
-        this.send(replyFrame({ type: 'subscribed', topic: name, epoch: current }, frameRef));
-      } else {
-        const replayed = await sub.replay(
-          this.ctx.messages,
-          after,
-          epoch,
-          (first) => {
-            if (first.recovery) this.ctx.metrics.recovery('ws', first.recovery);
-            this.send(replyFrame({ type: 'subscribed', topic: name, epoch: first.epoch, ...first.recovery }, frameRef));
-          },
-          this.serving,
-        );
-        this.ctx.metrics.messagesOut.inc(replayed);
-      }
-      // What was held meanwhile goes out only while this instance still vouches for the connection (else it is closed now).
-      if (!this.serving()) return;
-      sub.goLive();
-    } catch (err) {
-      // Without its history the subscription would have a gap: take it back.
-      this.drop(sub);
-      throw err instanceof RelayError ? err : new RelayError('unavailable', 'subscribe failed', { cause: err });
-    }
-  }
-
-  private drop(sub: Subscription): void {
-    sub.cancelled = true;
-    if (this.subscriptions?.get(sub.topic) === sub) this.subscriptions.delete(sub.topic);
-    this.ctx.hub.leave(sub.topic, sub);
-    const p = sub.presence;
-    if (p && this.ctx.presence) {
-      this.ctx.presence.leave(sub.ref, this.presenceId!, p.joined);
-      if (p.watching) this.ctx.presence.unwatch(sub.topic, sub);
-    }
-  }
-
-  /** Subscribers of a presence channel are members; those the rules and cap give `presence` also see joins and leaves. */
-  private presenceOf(rules: ChannelRules, channel: string, dataJson: string | undefined): PresenceJoin | undefined {
-    if (!this.ctx.presence || !presenceEnabled(rules, channel)) return undefined;
-    return { watching: this.may(rules, channel, 'presence'), dataJson };
-  }
-
-  private async joinPresence(sub: Subscription, join: PresenceJoin): Promise<void> {
-    const presence = this.ctx.presence!;
-    const id = (this.presenceId ??= presence.connectionId());
-    const state: SubscriptionPresence = { watching: join.watching, joined: false };
-    sub.presence = state;
-    if (join.watching) await presence.watch(sub.topic, sub.ref, sub, this);
-    if (sub.cancelled) return;
-    await presence.join(sub.ref, id, this.identity.userId, join.dataJson);
-    state.joined = true;
-    // Dropped while the join was in flight: its leave found nothing yet.
-    if (sub.cancelled) presence.leave(sub.ref, id, true);
-  }
-
-  /** The `presence` request: the members of a presence channel, on every instance, sorted by user_id. */
-  private async listPresence(name: string, ref: Subscription['ref'], rules: ChannelRules, frameRef: Ref | undefined): Promise<void> {
-    if (!this.ctx.presence || !presenceEnabled(rules, ref.channel)) return this.error('presence_not_enabled', frameRef);
-    const members = await this.ctx.presence.list(ref);
-    if (!this.serving()) return;
-    this.send(replyFrame({ type: 'presence', topic: name, members }, frameRef));
-  }
-
-  private get serving(): () => boolean {
-    return this.ctx.serving ?? ALWAYS;
-  }
-
-  private async refresh(token: string, ref: Ref | undefined): Promise<void> {
-    // One in flight: the limit is the pending check, which ends with its own reply.
-    if (this.refreshing) return this.refuse('auth_frames', 'rate_limited', ref, { limit: 1 });
-    const perMinute = this.ctx.authFramesPerMinute ?? AUTH_FRAMES_PER_MINUTE;
-    if (!this.takeAuthFrame(perMinute)) {
-      return this.refuse('auth_frames', 'rate_limited', ref, { limit: perMinute, retry_after_ms: Math.max(1, this.authWindowStart + AUTH_WINDOW_MS - this.ctx.scheduler.now()) });
-    }
-    this.refreshing = true;
-    const result = await this.ctx.registry
-      .verifyFresh(token, 'refresh')
-      .catch((err: unknown) => err as RelayError)
-      .finally(() => (this.refreshing = false));
-    if (this.closeCode !== undefined) return;
-    if (result instanceof Error) return this.error(codeOf(result), ref);
-    if (!result.valid) return this.error('invalid_or_missing_token', ref);
-    const next = result.identity;
-    if (next.tenantId !== this.identity.tenantId || next.userId.toLowerCase() !== this.identity.userId.toLowerCase()) {
-      return this.error('identity_mismatch', ref);
-    }
-    // verifyFresh judged it fresh and nothing yielded since; asked again so a later edit cannot open a gap.
-    if (!this.ctx.registry.isFresh(next)) return this.error('auth_unavailable', ref);
-    this.identity = next;
-    this.token = token;
-    this.armExpiry();
-    this.send(replyFrame({ type: 'authenticated', expires_at: next.expiresAt }, ref));
-  }
-
-  /** Fixed one-minute windows on the scheduler's clock. */
-  private takeAuthFrame(perMinute: number): boolean {
-    const now = this.ctx.scheduler.now();
-    if (now - this.authWindowStart >= AUTH_WINDOW_MS) {
-      this.authWindowStart = now;
-      this.authFrames = 0;
-    }
-    if (this.authFrames >= perMinute) return false;
-    this.authFrames++;
-    return true;
+    return (this.channels ??= new ChannelFrames(this, this.ctx)).handle(frame);
   }
 
   private armExpiry(): void {
@@ -482,7 +260,7 @@ export class Connection implements TrackedConnection {
 
   private cleanUp(): void {
     this.cancelExpiry();
-    if (this.subscriptions) for (const sub of [...this.subscriptions.values()]) this.drop(sub);
+    this.channels?.dropAll();
     this.ctx.registry.remove(this);
   }
 }

@@ -2,7 +2,7 @@ import { FakeVerifier, rawExchange as raw } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { issueToken, startRealtime, TEST_INTERNAL_TOKEN, type RealtimeInstance } from '../test-support/realtime-harness';
 import { WsTestClient } from '../test-support/ws-test-client';
-import { AUTH_FRAMES_PER_MINUTE } from './connection';
+import { AUTH_FRAMES_PER_MINUTE } from './token-refresh';
 
 
 describe('realtime edge limits', () => {

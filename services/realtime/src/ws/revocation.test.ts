@@ -5,7 +5,7 @@ import { ManualTenantFeed, type TenantEvent } from '@service-relay/tenant-events
 import type { VerifiedIdentity, VerifierClient, VerifyResult } from '@service-relay/verifier-client';
 import { RealtimeMetrics } from '../metrics';
 import { ConnectionRegistry, type TrackedConnection } from './connection-registry';
-import { Revocation, revocationRule } from './revocation';
+import { Revocation } from './revocation';
 
 class FakeConnection implements TrackedConnection {
   closedWith: number | undefined;
@@ -162,35 +162,5 @@ describe('Revocation', () => {
     // Another tenant's change asks nothing of this one.
     await feed.push({ seq: 9, tenant_id: randomUUID(), kind: 'disabled', version: 2, revoked_key_versions: [] });
     expect(await registry.verifyFresh('t')).toMatchObject({ valid: true });
-  });
-});
-
-describe('revocationRule', () => {
-  const user = randomUUID();
-  const id = (keyVersion: number, extra: Partial<VerifiedIdentity> = {}): VerifiedIdentity => ({ tenantId: 't', userId: user, expiresAt: 2e9, keySlot: 'primary', keyVersion, ...extra });
-  const ev = (kind: TenantEvent['kind'], revoked: number[] = [], detail?: Record<string, unknown>): TenantEvent => ({ seq: 1, tenant_id: 't', kind, version: 1, revoked_key_versions: revoked, ...(detail && { detail }) });
-  const before = 1_800_000_000;
-  // [case, change, identity of a live connection, close code (undefined: it stays)]
-  const cases: Array<[string, TenantEvent, VerifiedIdentity, number | undefined]> = [
-    ['disabled closes every key version', ev('disabled'), id(7), 4401],
-    ['revoked_all closes every key version', ev('revoked_all', [1]), id(2), 4401],
-    ['enabled closes nothing', ev('enabled'), id(1), undefined],
-    ['a first rotate (no previous replaced) closes nothing', ev('rotated'), id(1), undefined],
-    ['a second rotate closes the removed previous', ev('rotated', [1]), id(1), 4401],
-    ['a second rotate keeps the primary it made previous', ev('rotated', [1]), id(2), undefined],
-    ['previous_expired closes the expired previous', ev('previous_expired', [2]), id(2), 4401],
-    ['previous_expired keeps the primary', ev('previous_expired', [2]), id(3), undefined],
-    ['previous_expired without a previous closes nothing', ev('previous_expired'), id(3), undefined],
-    ['channel_rules closes nothing', ev('channel_rules'), id(1), undefined],
-    ['user_revoked: that user, no iat', ev('user_revoked', [], { user_id: user.toUpperCase(), before }), id(1), 4401],
-    ['user_revoked: that user, issued before', ev('user_revoked', [], { user_id: user, before }), id(1, { issuedAt: before - 1 }), 4401],
-    ['user_revoked: that user, issued at the moment', ev('user_revoked', [], { user_id: user, before }), id(1, { issuedAt: before }), undefined],
-    ['user_revoked: another user', ev('user_revoked', [], { user_id: randomUUID(), before }), id(1), undefined],
-    ['user_revoked malformed closes nothing', ev('user_revoked', [], { user_id: user }), id(1), undefined],
-    ['user_disconnected: that user, 4409', ev('user_disconnected', [], { user_id: user }), id(1), 4409],
-    ['user_disconnected: another user', ev('user_disconnected', [], { user_id: randomUUID() }), id(1), undefined],
-  ];
-  it.each(cases)('%s', (_name, change, identity, code) => {
-    expect(revocationRule(change)?.closeCode(identity)).toBe(code);
   });
 });

@@ -1,0 +1,152 @@
+import { DEFAULT_CHANNEL_RULES, MAX_DATA_BYTES, RelayError, type ChannelAction, type ChannelRules } from '@service-relay/core';
+import { channelAccess } from '../authz/channel-access';
+import { DEFAULT_RULES_LOOKUP } from '../authz/channel-rules-cache';
+import { TokenBucket } from '../limits/token-bucket';
+import { applyPublishRule } from '../messaging/publish-rule';
+import { checkTopic } from '../topics/topic';
+import { replyFrame, type ClientFrame, type Ref } from './client-frame';
+import { ALWAYS, type ConnectionContext, type FrameConnection } from './connection-context';
+import { listPresence, presenceJoinOf, PresenceMemberships, type PresenceJoin } from './connection-presence';
+import { Subscription } from './subscription';
+
+/** The frames about one channel: everything but `auth` and `ping`. */
+export type ChannelFrame = Exclude<ClientFrame, { type: 'auth' | 'ping' }>;
+
+/** Only read by unsubscribe, which no rule limits. */
+const DEFAULT_RULES = DEFAULT_CHANNEL_RULES;
+
+/**
+ * One connection's `subscribe`, `unsubscribe`, `publish` and `presence`
+ * frames, and the subscriptions they leave live. Made on the connection's
+ * first such frame: most of an idle connection's memory is fixed cost.
+ */
+export class ChannelFrames {
+  /** Created on the first subscribe. */
+  private subscriptions: Map<string, Subscription> | undefined;
+  /** Created on the first publish, like the subscriptions. */
+  private publishBucket: TokenBucket | undefined;
+  /** Created on the first presence join. */
+  private memberships: PresenceMemberships | undefined;
+
+  constructor(
+    private readonly conn: FrameConnection,
+    private readonly ctx: ConnectionContext,
+  ) {}
+
+  async handle(frame: ChannelFrame): Promise<void> {
+    const { conn, ctx } = this;
+    // Before any other check: a refused frame costs the server as little as possible.
+    if (frame.type === 'publish' && ctx.publishRate) {
+      const { ratePerS, burst } = ctx.publishRate;
+      const taken = (this.publishBucket ??= new TokenBucket(ratePerS, burst, ctx.scheduler)).take();
+      if (!taken.ok) return conn.refuse('publish_rate', 'rate_limited', frame.ref, { limit: ratePerS, retry_after_ms: taken.retryAfterMs });
+    }
+    const topic = checkTopic(frame.topic, conn.identity.tenantId);
+    if (!topic.ok) return conn.error(topic.code, frame.ref);
+    const name = frame.topic as string;
+    let rules: ChannelRules = DEFAULT_RULES;
+    if (frame.type !== 'unsubscribe') {
+      // Known rules decide at once (no await on a publish); rules that must be asked for and cannot be refuse the frame with `unavailable`.
+      const lookup = (ctx.channelRules ?? DEFAULT_RULES_LOOKUP)(conn.identity.tenantId);
+      rules = lookup instanceof Promise ? await lookup : lookup;
+      // Closed while the rules were fetched: nothing more for this connection.
+      if (conn.closed) return;
+      if (!this.may(rules, topic.ref.channel, frame.type)) return conn.error('forbidden_channel', frame.ref);
+    }
+    if (frame.type === 'presence') return listPresence(conn, ctx.presence, name, topic.ref, rules, frame.ref);
+    if (frame.type === 'subscribe') {
+      const join = presenceJoinOf(ctx.presence, conn.identity, rules, topic.ref.channel, frame.member);
+      return this.subscribe(name, topic.ref, frame.after, frame.epoch, frame.ref, join);
+    }
+    if (frame.type === 'unsubscribe') {
+      const sub = this.subscriptions?.get(name);
+      if (sub) this.drop(sub);
+      return conn.send(replyFrame({ type: 'unsubscribed', topic: name }, frame.ref));
+    }
+    const deps = { messages: ctx.messages, acceptingPublishes: ctx.acceptingPublishes ?? ALWAYS };
+    const verdict = await applyPublishRule(deps, { ref: topic.ref, userId: conn.identity.userId, data: frame.data, idempotencyKey: frame.idempotencyKey });
+    if (!verdict.ok) {
+      if (verdict.refusal === 'payload_too_large') return conn.refuse('payload_size', 'payload_too_large', frame.ref, { limit: MAX_DATA_BYTES });
+      return conn.error(verdict.refusal === 'malformed' ? 'invalid_frame' : verdict.refusal, frame.ref);
+    }
+    ctx.metrics.messagesIn.inc({ source: 'ws' });
+    conn.send(replyFrame({ type: 'published', topic: name, id: verdict.message.id }, frame.ref));
+  }
+
+  /** The connection closed: every subscription goes. */
+  dropAll(): void {
+    if (this.subscriptions) for (const sub of [...this.subscriptions.values()]) this.drop(sub);
+  }
+
+  /**
+   * Decided with the tenant's rules and the current token's cap: new rules
+   * or a refresh with a narrower cap apply to requests after them;
+   * subscriptions already live stay (not re-checked retroactively).
+   * Unsubscribe is always allowed.
+   */
+  private may(rules: ChannelRules, channel: string, action: ChannelAction): boolean {
+    return channelAccess(rules, this.conn.identity.cap, this.conn.identity.userId, channel, action) === 'allow';
+  }
+
+  /**
+   * `subscribed` carries the channel's epoch and, with `after`, whether
+   * everything after it could be recovered; it precedes every replayed message.
+   */
+  private async subscribe(
+    name: string,
+    ref: Subscription['ref'],
+    after: string | undefined,
+    epoch: string | undefined,
+    frameRef: Ref | undefined,
+    presence: PresenceJoin | undefined,
+  ): Promise<void> {
+    const { conn, ctx } = this;
+    const subscriptions = (this.subscriptions ??= new Map());
+    if (subscriptions.has(name)) {
+      // Already live: no replay, so nothing to recover.
+      const current = await ctx.messages.epoch(ref);
+      return conn.send(replyFrame({ type: 'subscribed', topic: name, epoch: current }, frameRef));
+    }
+    if (subscriptions.size >= ctx.maxSubscriptions) return conn.refuse('subscriptions', 'too_many_subscriptions', frameRef, { limit: ctx.maxSubscriptions });
+    const sub = new Subscription(name, ref, conn);
+    subscriptions.set(name, sub);
+    try {
+      await ctx.hub.join(name, ref, sub);
+      if (sub.cancelled) return;
+      // A member (and watching, when allowed) before `subscribed`: the reply means the others can see it.
+      if (presence) await (this.memberships ??= new PresenceMemberships(ctx.presence!, conn)).join(sub, presence);
+      if (sub.cancelled) return;
+      if (after === undefined) {
+        const current = await ctx.messages.epoch(ref);
+        if (sub.cancelled) return;
+        conn.send(replyFrame({ type: 'subscribed', topic: name, epoch: current }, frameRef));
+      } else {
+        const replayed = await sub.replay(
+          ctx.messages,
+          after,
+          epoch,
+          (first) => {
+            if (first.recovery) ctx.metrics.recovery('ws', first.recovery);
+            conn.send(replyFrame({ type: 'subscribed', topic: name, epoch: first.epoch, ...first.recovery }, frameRef));
+          },
+          conn.serving,
+        );
+        ctx.metrics.messagesOut.inc(replayed);
+      }
+      // What was held meanwhile goes out only while this instance still vouches for the connection (else it is closed now).
+      if (!conn.serving()) return;
+      sub.goLive();
+    } catch (err) {
+      // Without its history the subscription would have a gap: take it back.
+      this.drop(sub);
+      throw err instanceof RelayError ? err : new RelayError('unavailable', 'subscribe failed', { cause: err });
+    }
+  }
+
+  private drop(sub: Subscription): void {
+    sub.cancelled = true;
+    if (this.subscriptions?.get(sub.topic) === sub) this.subscriptions.delete(sub.topic);
+    this.ctx.hub.leave(sub.topic, sub);
+    this.memberships?.leave(sub);
+  }
+}
