@@ -9,10 +9,6 @@ const MAX_LINES = 400;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SKIPPED_DIRS = new Set(['node_modules', 'dist']);
 
-// Being split by #35's other items (item 3: ws/connection.ts; item 5: relay-client.ts).
-// Remove each entry once its split lands: the last test below fails for an entry no longer needed.
-const KNOWN_EXCEPTIONS = new Set(['services/realtime/src/ws/connection.ts', 'packages/client/src/relay-client.ts']);
-
 /** Every .ts file under `dir` but tests, node_modules and build output, as paths from the repository root. */
 function sources(dir: string): string[] {
   const out: string[] = [];
@@ -40,12 +36,7 @@ describe(`source files stay under ${MAX_LINES} lines`, () => {
   });
 
   it(`no non-test .ts file under services/ or packages/ has more than ${MAX_LINES} lines`, () => {
-    const over = [...sizes].filter(([f, n]) => n > MAX_LINES && !KNOWN_EXCEPTIONS.has(f)).map(([f, n]) => `${f}: ${n} lines`);
+    const over = [...sizes].filter(([, n]) => n > MAX_LINES).map(([f, n]) => `${f}: ${n} lines`);
     expect(over).toEqual([]);
-  });
-
-  it('every known exception is still needed', () => {
-    const stale = [...KNOWN_EXCEPTIONS].filter((f) => !((sizes.get(f) ?? 0) > MAX_LINES));
-    expect(stale).toEqual([]);
   });
 });
