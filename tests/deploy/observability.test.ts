@@ -6,8 +6,8 @@ import type { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { createVerifierMetrics } from '../../services/auth-verifier/src/metrics';
-import { RealtimeMetrics } from '../../services/realtime/src/metrics';
-import { RegistryMetrics } from '../../services/tenant-registry/src/metrics';
+import { createRealtimeMetrics } from '../../services/realtime/src/metrics';
+import { createRegistryMetrics } from '../../services/tenant-registry/src/metrics';
 import { repoDir } from './kustomize';
 import { ALERTS_FILE, alertRules, dashboardPanels, metricNames } from './promql';
 
@@ -25,7 +25,7 @@ const dashboard = { panels: dashboardPanels() };
 const dashboardExprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
 
 async function exportedNames(): Promise<Set<string>> {
-  const registries: Registry[] = [createMetricsRegistry('test'), createVerifierMetrics().registry, createGatewayMetrics().registry, new RealtimeMetrics().registry, new RegistryMetrics().registry];
+  const registries: Registry[] = [createMetricsRegistry('test'), createVerifierMetrics().registry, createGatewayMetrics().registry, createRealtimeMetrics().registry, createRegistryMetrics().registry];
   const names = new Set<string>();
   for (const r of registries) {
     for (const m of await r.getMetricsAsJSON()) {

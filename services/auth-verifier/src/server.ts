@@ -20,9 +20,9 @@ import { createTenantEventBus, createTenantFeed, type TenantEventBus, type Tenan
 import type { VerifierConfig } from './config';
 import { tokenVerifierHandlers } from './grpc-handlers';
 import { CachingKeySource } from './keys/caching-key-source';
-import { KeyCipher } from './keys/key-cipher';
+import { createSharedKeyCache } from './keys/create-shared-key-cache';
 import type { KeySource, KeySourceObserver } from './keys/key-source';
-import { RedisKeyCache } from './keys/redis-key-cache';
+import type { SharedKeyCache } from './keys/shared-key-cache';
 import { RegistryKeyClient } from './grpc/registry-key-client';
 import { createVerifierMetrics } from './metrics';
 import { TokenVerifier } from './token/token-verifier';
@@ -120,19 +120,9 @@ function defaultKeySource(
   clock: Clock,
   logger: Logger,
   observer: KeySourceObserver,
-): { source: KeySource; fetcher: RegistryKeyClient; shared: RedisKeyCache | undefined } {
+): { source: KeySource; fetcher: RegistryKeyClient; shared: SharedKeyCache | undefined } {
   const ttlMs = config.keyCacheTtlS * 1000;
-  let shared: RedisKeyCache | undefined;
-  if (config.redis.url) {
-    if (!config.cacheKey) throw new Error('the shared key cache needs SECRETS_KEY');
-    shared = new RedisKeyCache({
-      url: config.redis.url,
-      prefix: config.redis.prefix,
-      cipher: new KeyCipher(config.cacheKey),
-      floorTtlMs: Math.max(10 * ttlMs, 600_000),
-      logger,
-    });
-  }
+  const shared = createSharedKeyCache(config.redis, { cacheKey: config.cacheKey, ttlMs, logger });
   const fetcher = new RegistryKeyClient({ address: config.registryAddr, internalToken: config.internalToken, deadlineMs: REGISTRY_DEADLINE_MS, logger });
   return { source: new CachingKeySource({ fetcher, shared, feed, clock, logger, ttlMs, observer }), fetcher, shared };
 }

@@ -9,64 +9,65 @@ const KNOWN_CLOSE_CODES = new Set([1000, 1001, 1005, 1006, 1008, 1009, 1011, 101
  * realtime's Prometheus series. Connections are counted in total and by how
  * many tenants have any, not one series per tenant (unbounded label values).
  */
-export class RealtimeMetrics {
-  readonly registry: Registry;
-  readonly connections: Gauge;
-  readonly connectedTenants: Gauge;
-  readonly upgrades: Counter<'result'>;
-  readonly messagesIn: Counter<'source'>;
-  readonly messagesOut: Counter;
-  readonly fanOutLatency: Histogram;
+export interface RealtimeMetrics {
+  registry: Registry;
+  connections: Gauge;
+  connectedTenants: Gauge;
+  upgrades: Counter<'result'>;
+  messagesIn: Counter<'source'>;
+  messagesOut: Counter;
+  fanOutLatency: Histogram;
   /** Reconnects and history reads with `after`, by outcome: what an operator alerts on when history is lost. */
-  readonly recoveries: Counter<'source' | 'result'>;
+  recoveries: Counter<'source' | 'result'>;
   /** Frames and connections refused by a limit (docs/API.md "Limits"), by which one. */
-  readonly limitRefusals: Counter<'limit'>;
+  limitRefusals: Counter<'limit'>;
   /** Presence (#13): this instance's member connections, and join/leave events it received for its watchers. */
-  readonly presenceMemberships: Gauge;
-  readonly presenceEvents: Counter<'type'>;
-  private readonly closes: Counter<'code'>;
+  presenceMemberships: Gauge;
+  presenceEvents: Counter<'type'>;
+  recovery(source: 'ws' | 'rest', r: { recovered: true } | { recovered: false; reason: string }): void;
+  closed(code: number): void;
+  fannedOut(subscribers: number, publishedAtMs: number): void;
+}
 
-  constructor() {
-    this.registry = createMetricsRegistry('realtime');
-    const registers = [this.registry];
-    this.connections = new Gauge({ name: 'relay_realtime_connections', help: 'Open WebSocket connections', registers });
-    this.connectedTenants = new Gauge({ name: 'relay_realtime_connected_tenants', help: 'Tenants with at least one open connection', registers });
-    this.upgrades = new Counter({ name: 'relay_realtime_upgrades_total', help: 'WebSocket upgrade attempts by result', labelNames: ['result'], registers });
-    this.messagesIn = new Counter({ name: 'relay_realtime_messages_in_total', help: 'Messages published, by source (ws, rest, server: the host server API)', labelNames: ['source'], registers });
-    this.messagesOut = new Counter({ name: 'relay_realtime_messages_out_total', help: 'Message frames sent to subscribers (live and replayed)', registers });
-    this.fanOutLatency = new Histogram({
-      name: 'relay_realtime_fanout_latency_seconds',
-      help: 'From publish (the message id time, set by the store) to the frame handed to every local subscriber',
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers,
-    });
-    this.recoveries = new Counter({
-      name: 'relay_realtime_recoveries_total',
-      help: 'Subscribes (ws) and history reads (rest) with after, by result: recovered, history_lost, too_old',
-      labelNames: ['source', 'result'],
-      registers,
-    });
-    this.limitRefusals = new Counter({
+export function createRealtimeMetrics(): RealtimeMetrics {
+  const registry = createMetricsRegistry('realtime');
+  const registers = [registry];
+  const recoveries = new Counter({
+    name: 'relay_realtime_recoveries_total',
+    help: 'Subscribes (ws) and history reads (rest) with after, by result: recovered, history_lost, too_old',
+    labelNames: ['source', 'result'],
+    registers,
+  });
+  const messagesOut = new Counter({ name: 'relay_realtime_messages_out_total', help: 'Message frames sent to subscribers (live and replayed)', registers });
+  const fanOutLatency = new Histogram({
+    name: 'relay_realtime_fanout_latency_seconds',
+    help: 'From publish (the message id time, set by the store) to the frame handed to every local subscriber',
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers,
+  });
+  const closes = new Counter({ name: 'relay_realtime_closes_total', help: 'Closed WebSocket connections by close code', labelNames: ['code'], registers });
+  return {
+    registry,
+    connections: new Gauge({ name: 'relay_realtime_connections', help: 'Open WebSocket connections', registers }),
+    connectedTenants: new Gauge({ name: 'relay_realtime_connected_tenants', help: 'Tenants with at least one open connection', registers }),
+    upgrades: new Counter({ name: 'relay_realtime_upgrades_total', help: 'WebSocket upgrade attempts by result', labelNames: ['result'], registers }),
+    messagesIn: new Counter({ name: 'relay_realtime_messages_in_total', help: 'Messages published, by source (ws, rest, server: the host server API)', labelNames: ['source'], registers }),
+    messagesOut,
+    fanOutLatency,
+    recoveries,
+    limitRefusals: new Counter({
       name: 'relay_realtime_limit_refusals_total',
       help: 'Refused by a limit: publish_rate, auth_frames, subscriptions, payload_size (ws), tenant_connections',
       labelNames: ['limit'],
       registers,
-    });
-    this.presenceMemberships = new Gauge({ name: 'relay_realtime_presence_memberships', help: 'Connections of this instance that are presence members (one per connection and presence channel)', registers });
-    this.presenceEvents = new Counter({ name: 'relay_realtime_presence_events_total', help: 'Presence join and leave events received for local watchers, by type', labelNames: ['type'], registers });
-    this.closes = new Counter({ name: 'relay_realtime_closes_total', help: 'Closed WebSocket connections by close code', labelNames: ['code'], registers });
-  }
-
-  recovery(source: 'ws' | 'rest', r: { recovered: true } | { recovered: false; reason: string }): void {
-    this.recoveries.inc({ source, result: r.recovered ? 'recovered' : r.reason });
-  }
-
-  closed(code: number): void {
-    this.closes.inc({ code: KNOWN_CLOSE_CODES.has(code) ? String(code) : 'other' });
-  }
-
-  fannedOut(subscribers: number, publishedAtMs: number): void {
-    this.messagesOut.inc(subscribers);
-    this.fanOutLatency.observe(Math.max(0, Date.now() - publishedAtMs) / 1000);
-  }
+    }),
+    presenceMemberships: new Gauge({ name: 'relay_realtime_presence_memberships', help: 'Connections of this instance that are presence members (one per connection and presence channel)', registers }),
+    presenceEvents: new Counter({ name: 'relay_realtime_presence_events_total', help: 'Presence join and leave events received for local watchers, by type', labelNames: ['type'], registers }),
+    recovery: (source, r) => recoveries.inc({ source, result: r.recovered ? 'recovered' : r.reason }),
+    closed: (code) => closes.inc({ code: KNOWN_CLOSE_CODES.has(code) ? String(code) : 'other' }),
+    fannedOut(subscribers, publishedAtMs) {
+      messagesOut.inc(subscribers);
+      fanOutLatency.observe(Math.max(0, Date.now() - publishedAtMs) / 1000);
+    },
+  };
 }

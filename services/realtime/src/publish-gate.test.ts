@@ -5,7 +5,7 @@ import { createLogger, listen } from '@service-relay/core';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { createRestHandler } from './http/rest-api';
 import { MemoryMessageBus } from './messaging/memory-message-bus';
-import { RealtimeMetrics } from './metrics';
+import { createRealtimeMetrics } from './metrics';
 import { fakeConnection } from './test-support/fake-connection';
 import { gatewayHeaders, TEST_INTERNAL_TOKEN, topicFor } from './test-support/realtime-harness';
 
@@ -13,7 +13,7 @@ describe('the publish gate (acceptingPublishes)', () => {
   const identity: VerifiedIdentity = { tenantId: randomUUID(), userId: randomUUID(), expiresAt: Math.floor(Date.now() / 1000) + 3600, keySlot: 'primary', keyVersion: 1 };
   const ref = { tenantId: identity.tenantId, channel: 'gated' };
   const logger = createLogger({ service: 'realtime-test', level: 'silent' });
-  const metrics = new RealtimeMetrics();
+  const metrics = createRealtimeMetrics();
   let accepting = false;
   const messages = new MemoryMessageBus({ maxMessages: 10, ttlS: 60 });
   const stored = async () => (await messages.history(ref, { limit: 10 })).messages.length;

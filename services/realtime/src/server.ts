@@ -15,7 +15,7 @@ import { createTenantConnections } from './limits/create-tenant-connections';
 import type { TenantConnections, TenantSlot } from './limits/tenant-connections';
 import { createMessageBus } from './messaging/create-message-bus';
 import type { MessageBus } from './messaging/message-bus';
-import { RealtimeMetrics } from './metrics';
+import { createRealtimeMetrics, type RealtimeMetrics } from './metrics';
 import { createPresenceStore } from './presence/create-presence-store';
 import { Presence } from './presence/presence';
 import { isScheduler, timerScheduler } from './timers/scheduler';
@@ -70,7 +70,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const logger = deps.logger ?? createLogger({ service: 'realtime', level: config.logLevel });
   const clock = deps.clock;
   const scheduler = clock && isScheduler(clock) ? clock : timerScheduler(clock);
-  const metrics = new RealtimeMetrics();
+  const metrics = createRealtimeMetrics();
   const tracing = deps.tracing ?? startTracing('realtime', config.tracing);
   const ownsBus = !deps.bus;
   const events = deps.bus ?? createTenantEventBus(config.redis, logger);

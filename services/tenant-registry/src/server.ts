@@ -16,7 +16,7 @@ import { addFeedService } from './grpc/feed-service';
 import { addKeyService } from './grpc/key-service';
 import { AddressFailureLimit } from './http/address-failure-limit';
 import { createApp } from './http/create-app';
-import { RegistryMetrics } from './metrics';
+import { createRegistryMetrics } from './metrics';
 import { FeedStore } from './store/feed-store';
 import { TenantStore } from './store/tenant-store';
 import { UserActionsStore } from './store/user-actions-store';
@@ -68,7 +68,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
   const logger = deps.logger ?? createLogger({ service: 'tenant-registry', level: config.logLevel });
   const ownsBus = deps.bus === undefined;
   const bus = deps.bus ?? createTenantEventBus(config.redis, logger);
-  const metrics = new RegistryMetrics();
+  const metrics = createRegistryMetrics();
   let dbs: RegistryDatabases | undefined;
   let http: HttpServer | undefined;
   let rpc: grpc.Server | undefined;

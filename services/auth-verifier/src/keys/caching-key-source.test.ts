@@ -70,7 +70,7 @@ describe('CachingKeySource', () => {
     clock = new ManualClock(1_700_000_000_000);
     bus = new ManualTenantFeed();
     fetcher = new FakeFetcher();
-    shared = new MemoryKeyCache(clock);
+    shared = new MemoryKeyCache({ clock });
     fetcher.data.set(tenant, tenantData(1));
   });
 

@@ -1,34 +1,52 @@
-import type { Clock } from '@service-relay/core';
+import { clockedLru, setUntil, type Clock } from '@service-relay/core';
+import type { LRUCache } from 'lru-cache';
 import type { TenantKeysData } from '../token/tenant-keys';
 import type { SharedKeyCache, SharedKeyEntry } from './shared-key-cache';
 
+export interface MemoryKeyCacheOptions {
+  clock: Clock;
+  /** Tenants held at once; past it the least recently used go first. */
+  maxEntries?: number;
+  /** Raised floors held at once, evicted oldest-raised first (the Redis driver lets them expire instead). */
+  maxFloors?: number;
+}
+
+interface Held {
+  data: TenantKeysData;
+  expiresAt: number;
+}
+
 /**
  * The shared-cache contract in one process: what the Redis driver does across
- * replicas, for tests of the key source and for the one-process default.
+ * replicas, for tests of the key source. Bounded, like every cache here.
  */
 export class MemoryKeyCache implements SharedKeyCache {
-  private readonly entries = new Map<string, { data: TenantKeysData; expiresAt: number }>();
-  private readonly floors = new Map<string, number>();
+  private readonly entries: LRUCache<string, Held>;
+  /** Read with peek, so reads do not reorder. */
+  private readonly floors: LRUCache<string, number>;
 
-  constructor(private readonly clock: Clock) {}
+  constructor(private readonly opts: MemoryKeyCacheOptions) {
+    this.entries = clockedLru(opts.maxEntries ?? 10_000, opts.clock);
+    this.floors = clockedLru(opts.maxFloors ?? 100_000, opts.clock);
+  }
 
   async get(tenantId: string): Promise<SharedKeyEntry | undefined> {
     const e = this.entries.get(tenantId);
-    const now = this.clock.now();
-    if (!e || e.expiresAt <= now || e.data.version < (this.floors.get(tenantId) ?? 0)) return undefined;
-    return { data: e.data, ttlMs: e.expiresAt - now };
+    if (!e || e.data.version < this.floor(tenantId)) return undefined;
+    return { data: e.data, ttlMs: e.expiresAt - this.opts.clock.now() };
   }
 
   async put(tenantId: string, data: TenantKeysData, ttlMs: number): Promise<void> {
-    if (data.version < (this.floors.get(tenantId) ?? 0)) return;
-    const current = this.entries.get(tenantId);
-    if (current && current.expiresAt > this.clock.now() && current.data.version > data.version) return;
-    this.entries.set(tenantId, { data, expiresAt: this.clock.now() + ttlMs });
+    if (data.version < this.floor(tenantId)) return;
+    const current = this.entries.peek(tenantId);
+    if (current && current.data.version > data.version) return;
+    const expiresAt = this.opts.clock.now() + ttlMs;
+    setUntil(this.entries, tenantId, { data, expiresAt }, expiresAt);
   }
 
   async drop(tenantId: string, version: number): Promise<void> {
     this.entries.delete(tenantId);
-    this.floors.set(tenantId, Math.max(version, this.floors.get(tenantId) ?? 0));
+    if (version > this.floor(tenantId)) this.floors.set(tenantId, version);
   }
 
   async dropAll(): Promise<void> {
@@ -41,5 +59,9 @@ export class MemoryKeyCache implements SharedKeyCache {
 
   async close(): Promise<void> {
     this.entries.clear();
+  }
+
+  private floor(tenantId: string): number {
+    return this.floors.peek(tenantId) ?? 0;
   }
 }

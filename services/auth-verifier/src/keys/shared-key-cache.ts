@@ -7,8 +7,9 @@ export interface SharedKeyEntry {
 }
 
 /**
- * The cache shared by every verifier replica (Redis; an in-memory driver for
- * tests and the one-process default). Each tenant has a version floor: an
+ * The cache shared by every verifier replica. createSharedKeyCache() picks
+ * the driver (Redis; none in one process); the in-memory driver serves tests;
+ * both pass shared-key-cache.contract.ts. Each tenant has a version floor: an
  * entry below it is never written or returned, so a fetch that started before
  * a tenant event cannot put older state back.
  * Every method may reject when the backing store is down; callers treat that

@@ -237,12 +237,12 @@ export function createApp(opts: AppOptions): Express {
           if (result.valid) budget?.tenantServed(result.identity.tenantId);
         } else result = verdict;
       } catch (err) {
-        logger.warn({ request_id: ctx.requestId, err: (err as Error).message }, 'token check unavailable');
+        ctx.log.warn({ err: (err as Error).message }, 'token check unavailable');
         return fail(res, 'auth_unavailable');
       }
       if (!result.valid) {
         // The verifier's reason code (never the token): why a client is refused is an operator's first question.
-        logger.info({ request_id: ctx.requestId, reason: result.reason }, 'token refused');
+        ctx.log.info({ reason: result.reason }, 'token refused');
         return refuse();
       }
       const id = result.identity;
@@ -265,7 +265,7 @@ export function createApp(opts: AppOptions): Express {
   app.use((req: Request, res: Response) => fail(res, 'not_found'));
 
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    logger.error({ err, request_id: contextOf(req).requestId }, 'unhandled error');
+    contextOf(req).log.error({ err }, 'unhandled error');
     fail(res, 'internal');
   });
   return app;

@@ -6,6 +6,8 @@ import type { GatewayMetrics, RouteLabel } from '../metrics';
 /** Per-request facts the handlers fill in and the access log reads. */
 export interface RequestContext {
   requestId: string;
+  /** The request's logger: request_id bound once, so no log line of the request has to pass it. */
+  log: Logger;
   clientAddress: string;
   route: RouteLabel;
   tenantId?: string;
@@ -22,6 +24,11 @@ export function contextOf(req: IncomingMessage): RequestContext {
   return ctx;
 }
 
+/** The request's logger (request_id bound) once beginRequest() ran for it, else `fallback`. */
+export function logOf(req: IncomingMessage, fallback: Logger): Logger {
+  return contexts.get(req)?.log ?? fallback;
+}
+
 /**
  * Starts a request: a client X-Request-Id is kept when it is short and plain
  * (it ends up in logs and upstream headers), otherwise one is generated; it is
@@ -29,14 +36,14 @@ export function contextOf(req: IncomingMessage): RequestContext {
  */
 export function beginRequest(req: IncomingMessage, res: ServerResponse, opts: { logger: Logger; metrics: GatewayMetrics; trustProxy: boolean }): RequestContext {
   const requestId = requestIdOf(req.headers['x-request-id']);
-  const ctx: RequestContext = { requestId, clientAddress: clientAddress(req, opts.trustProxy), route: 'not_found', started: performance.now() };
+  const log = opts.logger.child({ request_id: requestId });
+  const ctx: RequestContext = { requestId, log, clientAddress: clientAddress(req, opts.trustProxy), route: 'not_found', started: performance.now() };
   contexts.set(req, ctx);
   res.setHeader('x-request-id', requestId);
   res.once('close', () => {
     const status = res.headersSent ? res.statusCode : 0;
     opts.metrics.request(ctx.route, status);
     const line = {
-      request_id: requestId,
       method: req.method,
       path: redactUrl(req.url ?? ''),
       route: ctx.route,
@@ -48,8 +55,8 @@ export function beginRequest(req: IncomingMessage, res: ServerResponse, opts: { 
     };
     // Health probes every few seconds would drown the log at info, and so
     // would a flood of refusals by a limit (each one is counted instead).
-    if (ctx.route === 'ops' || ctx.quiet) opts.logger.debug(line, 'request');
-    else opts.logger.info(line, 'request');
+    if (ctx.route === 'ops' || ctx.quiet) log.debug(line, 'request');
+    else log.info(line, 'request');
   });
   return ctx;
 }

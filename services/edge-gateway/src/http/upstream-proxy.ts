@@ -1,6 +1,7 @@
 import { Agent, request, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { sendError, type Logger } from '@service-relay/core';
 import type { GatewayMetrics } from '../metrics';
+import { logOf } from './request-context';
 
 /** The gateway's rule: an answer to a request whose body was not read closes the connection. */
 const CLOSE_IF_UNREAD = { closeIfUnread: true } as const;
@@ -86,7 +87,7 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
       timer: setTimeout(() => {
         state.timedOut = true;
         opts.metrics.upstreamError(opts.name, 'timeout');
-        opts.logger.warn({ upstream: opts.name, timeout_ms: opts.timeoutMs }, 'upstream did not answer in time');
+        logOf(req, opts.logger).warn({ upstream: opts.name, timeout_ms: opts.timeoutMs }, 'upstream did not answer in time');
         state.proxyReq?.destroy();
         sendError(res, 'upstream_timeout', {}, CLOSE_IF_UNREAD);
       }, opts.timeoutMs),
@@ -106,7 +107,7 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
         // Nothing a client sends may throw past this point unanswered (Node's
         // client refuses a few request-target bytes its server accepts).
         clearTimeout(state.timer);
-        opts.logger.warn({ upstream: opts.name, err: (err as Error).message }, 'could not forward the request');
+        logOf(req, opts.logger).warn({ upstream: opts.name, err: (err as Error).message }, 'could not forward the request');
         sendError(res, 'bad_request', {}, CLOSE_IF_UNREAD);
         return;
       }
@@ -122,7 +123,7 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
         } catch (err) {
           // Node's parser already refused what writeHead would; still, nothing may throw past here unanswered.
           proxyRes.destroy();
-          opts.logger.warn({ upstream: opts.name, err: (err as Error).message }, 'upstream answer could not be passed on');
+          logOf(req, opts.logger).warn({ upstream: opts.name, err: (err as Error).message }, 'upstream answer could not be passed on');
           sendError(res, 'upstream_unavailable', {}, CLOSE_IF_UNREAD);
           return;
         }
@@ -133,7 +134,7 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
         if (state.timedOut || res.writableEnded || res.destroyed) return;
         if (retry && !res.headersSent && sendAgain(err, req, proxyReq, opts.safeToRepeat)) {
           state.proxyReq = undefined;
-          opts.logger.info({ upstream: opts.name, code: err.code }, 'upstream request failed before it was processed; sent again');
+          logOf(req, opts.logger).info({ upstream: opts.name, code: err.code }, 'upstream request failed before it was processed; sent again');
           send(fresh, false);
           return;
         }
@@ -142,7 +143,7 @@ export function createUpstreamProxy(opts: UpstreamProxyOptions): ForwardFn {
         // connect timeout is the one socket error that means "too slow" (504).
         const kind = err.code === 'ETIMEDOUT' ? 'timeout' : 'unavailable';
         opts.metrics.upstreamError(opts.name, kind);
-        opts.logger.warn({ upstream: opts.name, code: err.code ?? err.message }, 'upstream request failed');
+        logOf(req, opts.logger).warn({ upstream: opts.name, code: err.code ?? err.message }, 'upstream request failed');
         sendError(res, kind === 'timeout' ? 'upstream_timeout' : 'upstream_unavailable', {}, CLOSE_IF_UNREAD);
       });
       proxyReq.end(body.length > 0 ? body : undefined);

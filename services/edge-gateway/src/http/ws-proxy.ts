@@ -49,10 +49,11 @@ export function createWsProxy(opts: WsProxyOptions): WsProxy {
       socket.on('error', () => {});
       const started = performance.now();
       const requestId = requestIdOf(req.headers['x-request-id']);
+      const logger = opts.logger.child({ request_id: requestId });
       const log = (status: number, upstream?: string) => {
         opts.metrics.request('ws', status);
-        opts.logger.info(
-          { request_id: requestId, method: req.method, path: redactUrl(req.url ?? ''), route: 'ws', status, upstream, duration_ms: Math.round((performance.now() - started) * 100) / 100, client: clientAddress(req, opts.trustProxy) },
+        logger.info(
+          { method: req.method, path: redactUrl(req.url ?? ''), route: 'ws', status, upstream, duration_ms: Math.round((performance.now() - started) * 100) / 100, client: clientAddress(req, opts.trustProxy) },
           'upgrade',
         );
       };
@@ -78,7 +79,7 @@ export function createWsProxy(opts: WsProxyOptions): WsProxy {
           settled = true;
           proxyReq.destroy();
           opts.metrics.upstreamError('realtime', 'timeout');
-          opts.logger.warn({ upstream: 'realtime', request_id: requestId, timeout_ms: opts.timeoutMs }, 'upstream did not answer the upgrade in time');
+          logger.warn({ upstream: 'realtime', timeout_ms: opts.timeoutMs }, 'upstream did not answer the upgrade in time');
           refuse('upstream_timeout');
         }, opts.timeoutMs);
         const done = () => {
@@ -91,7 +92,7 @@ export function createWsProxy(opts: WsProxyOptions): WsProxy {
           // Nothing was sent yet: another instance may take it (one stopped realtime must not cost its share of upgrades).
           if (err.code === 'ECONNREFUSED' && tried + 1 < opts.realtime.size && !socket.destroyed) return attempt(tried + 1);
           opts.metrics.upstreamError('realtime', 'unavailable');
-          opts.logger.warn({ upstream: 'realtime', request_id: requestId, code: err.code ?? err.message }, 'upgrade could not reach realtime');
+          logger.warn({ upstream: 'realtime', code: err.code ?? err.message }, 'upgrade could not reach realtime');
           refuse('upstream_unavailable');
         });
         proxyReq.on('response', (res) => {

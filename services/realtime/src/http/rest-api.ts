@@ -10,6 +10,7 @@ import { applyPublishRule } from '../messaging/publish-rule';
 import { EPOCH_SHAPE } from '../messaging/recovery';
 import type { RealtimeMetrics } from '../metrics';
 import type { Presence } from '../presence/presence';
+import { requestLog } from './request-log';
 
 // A body may be bigger than its data (envelope, whitespace), but not without bound.
 const MAX_BODY_BYTES = 4 * MAX_DATA_BYTES;
@@ -49,7 +50,7 @@ export function createRestHandler(opts: RestOptions): (req: IncomingMessage, res
     handle(opts, req, res).catch((err: unknown) => {
       const code = codeOf(err);
       if (code === 'internal' || code === 'unavailable') {
-        opts.logger.error({ err, request_id: req.headers['x-request-id'], tenant_id: req.headers['x-relay-tenant-id'] }, 'request failed');
+        requestLog(opts.logger, req).error({ err }, 'request failed');
       }
       sendError(res, code);
     });

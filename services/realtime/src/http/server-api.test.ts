@@ -5,7 +5,7 @@ import { createLogger } from '@service-relay/core';
 import { FakeVerifier } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryMessageBus } from '../messaging/memory-message-bus';
-import { RealtimeMetrics } from '../metrics';
+import { createRealtimeMetrics } from '../metrics';
 import { gatewayHeaders, issueToken, startRealtime, TEST_INTERNAL_TOKEN, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
 import { WsTestClient } from '../test-support/ws-test-client';
 import { createServerApiHandler, type PresenceLister } from './server-api';
@@ -128,7 +128,7 @@ describe('internal server API: presence listing', () => {
     const handler = createServerApiHandler({
       internalToken: TEST_INTERNAL_TOKEN,
       messages: new MemoryMessageBus({ maxMessages: 10, ttlS: 60 }),
-      metrics: new RealtimeMetrics(),
+      metrics: createRealtimeMetrics(),
       logger: createLogger({ service: 'test', level: 'silent' }),
       acceptingPublishes: () => true,
       presence: lister,

@@ -5,6 +5,7 @@ import { messageJson, SERVER_USER_ID, type ChannelRef, type Message } from '../m
 import type { MessageBus } from '../messaging/message-bus';
 import { applyPublishRule } from '../messaging/publish-rule';
 import type { RealtimeMetrics } from '../metrics';
+import { requestLog } from './request-log';
 
 /** The internal server API's paths; the gateway forwards only /api/v1/*, so no client reaches them through it. */
 export const SERVER_API_PREFIX = '/internal/server/';
@@ -44,7 +45,7 @@ export function createServerApiHandler(opts: ServerApiOptions): (req: IncomingMe
   return (req, res) => {
     handle(opts, req, res).catch((err: unknown) => {
       const code = codeOf(err);
-      if (code === 'internal' || code === 'unavailable') opts.logger.error({ err, request_id: req.headers['x-request-id'], tenant_id: req.headers['x-relay-tenant-id'] }, 'server request failed');
+      if (code === 'internal' || code === 'unavailable') requestLog(opts.logger, req).error({ err }, 'server request failed');
       sendError(res, code);
     });
   };

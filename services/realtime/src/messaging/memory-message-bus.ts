@@ -1,5 +1,5 @@
-import { RelayError, systemClock, type Clock } from '@service-relay/core';
-import { LRUCache } from 'lru-cache';
+import { clockedLru, RelayError, systemClock, type Clock } from '@service-relay/core';
+import type { LRUCache } from 'lru-cache';
 import { HistoryJournal } from './history-journal';
 import { epochLine, messageLine, type JournalRecord } from './journal-records';
 import { compareMessageIds, parseMessageId, type ParsedId } from './message-id';
@@ -68,7 +68,7 @@ export class MemoryMessageBus implements MessageBus {
   ) {
     this.clock = opts.clock ?? systemClock;
     this.windowMs = (opts.idempotencyWindowS ?? 600) * 1000;
-    this.idempotent = new LRUCache({ max: MAX_IDEMPOTENCY_KEYS, ttl: this.windowMs, ttlResolution: 0, ...(opts.clock && { perf: opts.clock }) });
+    this.idempotent = clockedLru(MAX_IDEMPOTENCY_KEYS, this.clock, { ttl: this.windowMs });
     this.lastSweep = this.clock.now();
     if (opts.dir !== undefined) {
       const { records, complete } = HistoryJournal.read(opts.dir);

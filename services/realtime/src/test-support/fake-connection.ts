@@ -7,7 +7,7 @@ import type { VerifiedIdentity, VerifierClient } from '@service-relay/verifier-c
 import type { WebSocket } from 'ws';
 import type { MessageBus } from '../messaging/message-bus';
 import { MemoryMessageBus } from '../messaging/memory-message-bus';
-import { RealtimeMetrics } from '../metrics';
+import { createRealtimeMetrics } from '../metrics';
 import { ManualScheduler } from '../timers/scheduler';
 import { TopicHub } from '../topics/topic-hub';
 import { Connection } from '../ws/connection';
@@ -34,7 +34,7 @@ export function testIdentity(): VerifiedIdentity {
 
 /** A Connection on a FakeSocket with an in-memory bus and a hand-moved clock; `context` replaces any part of its context. */
 export function fakeConnection(opts: { identity?: VerifiedIdentity; batching?: boolean | BatchMode; context?: Partial<ConnectionContext> } = {}): { socket: FakeSocket; conn: Connection; ctx: ConnectionContext } {
-  const metrics = new RealtimeMetrics();
+  const metrics = createRealtimeMetrics();
   const bus: MessageBus = opts.context?.messages ?? new MemoryMessageBus({ maxMessages: 10, ttlS: 60 });
   const ctx: ConnectionContext = {
     hub: new TopicHub(bus),

@@ -3,7 +3,7 @@ import { createLogger } from '@service-relay/core';
 import { ManualTenantFeed } from '@service-relay/tenant-events';
 import type { VerifierClient } from '@service-relay/verifier-client';
 import { MemoryMessageBus } from '../messaging/memory-message-bus';
-import { RealtimeMetrics } from '../metrics';
+import { createRealtimeMetrics } from '../metrics';
 import { TopicHub } from '../topics/topic-hub';
 import { fakeConnection, testIdentity } from '../test-support/fake-connection';
 import { issueToken, startRealtime, topicFor, useRealtime } from '../test-support/realtime-harness';
@@ -31,7 +31,7 @@ class Tracked implements TrackedConnection {
 describe('FeedCutoff', () => {
   it('serves while current; the first check after the lease is gone closes every connection 1013, and so does every later one for newcomers', () => {
     let current = true;
-    const registry = new ConnectionRegistry({} as VerifierClient, new RealtimeMetrics(), new ManualTenantFeed());
+    const registry = new ConnectionRegistry({} as VerifierClient, createRealtimeMetrics(), new ManualTenantFeed());
     const cutoff = new FeedCutoff({ isCurrent: () => current, registry, logger });
     const a = new Tracked(registry);
     const b = new Tracked(registry);
@@ -69,7 +69,7 @@ describe('FeedCutoff', () => {
     const setup = () => {
       let current = true;
       const bus = new MemoryMessageBus({ maxMessages: 10, ttlS: 60 });
-      const metrics = new RealtimeMetrics();
+      const metrics = createRealtimeMetrics();
       const registry = new ConnectionRegistry({} as VerifierClient, metrics, new ManualTenantFeed());
       const cutoff = new FeedCutoff({ isCurrent: () => current, registry, logger });
       const identity = testIdentity();

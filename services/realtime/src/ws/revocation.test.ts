@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createLogger, RelayError } from '@service-relay/core';
 import { ManualTenantFeed, type TenantEvent } from '@service-relay/tenant-events';
 import type { VerifiedIdentity, VerifierClient, VerifyResult } from '@service-relay/verifier-client';
-import { RealtimeMetrics } from '../metrics';
+import { createRealtimeMetrics } from '../metrics';
 import { ConnectionRegistry, type TrackedConnection } from './connection-registry';
 import { Revocation } from './revocation';
 
@@ -35,7 +35,7 @@ function setup(verdicts: Map<string, VerifyResult | 'unavailable'>) {
     ready: async () => true,
     close: () => {},
   };
-  const registry = new ConnectionRegistry(verifier, new RealtimeMetrics(), new ManualTenantFeed());
+  const registry = new ConnectionRegistry(verifier, createRealtimeMetrics(), new ManualTenantFeed());
   const revocation = new Revocation(registry, createLogger({ service: 'test', level: 'silent' }));
   const conn = (tenantId: string, keyVersion: number, verdict: 'valid' | 'invalid' | 'unavailable' = 'valid') => {
     const identity: VerifiedIdentity = { tenantId, userId: randomUUID(), expiresAt: 2e9, keySlot: 'primary', keyVersion };
@@ -137,7 +137,7 @@ describe('Revocation', () => {
       close: () => {},
     };
     const feed = new ManualTenantFeed();
-    const registry = new ConnectionRegistry(verifier, new RealtimeMetrics(), feed);
+    const registry = new ConnectionRegistry(verifier, createRealtimeMetrics(), feed);
     const pending = registry.verifyFresh('t');
     await feed.push({ seq: 5, tenant_id: tenantId, kind: 'disabled', version: 2, revoked_key_versions: [] });
     release();
@@ -154,7 +154,7 @@ describe('Revocation', () => {
       close: () => {},
     };
     const feed = new ManualTenantFeed();
-    const registry = new ConnectionRegistry(verifier, new RealtimeMetrics(), feed);
+    const registry = new ConnectionRegistry(verifier, createRealtimeMetrics(), feed);
     await feed.push({ seq: 5, tenant_id: tenantId, kind: 'rotated', version: 2, revoked_key_versions: [] });
     await expect(registry.verifyFresh('t')).rejects.toMatchObject({ code: 'auth_unavailable' });
     asOfSeq = 5;

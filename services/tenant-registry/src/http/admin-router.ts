@@ -14,6 +14,7 @@ import type { UserActionOutcome, UserActions } from '../tenants/user-actions';
 import { ACTIONS, CHANNEL_RULES_PATH, describeAdminCall, USER_ACTIONS, type AdminCall } from './admin-call';
 import { decodeAuditCursor, encodeAuditCursor, toAuditView } from './audit-view';
 import { decodeCursor, encodeCursor, parseLimit } from './list-cursor';
+import { requestLog } from './request-log';
 import { errorCodeFor, NO_STORE } from './send';
 import type { TokenExplainer } from '../verifier/token-explainer';
 
@@ -251,7 +252,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
   router.use(async (err: unknown, req: Request, res: Response, _next: NextFunction) => {
     if (res.headersSent) return;
     const code = errorCodeFor(err);
-    if (code === 'internal') logger.error({ err }, 'request failed');
+    if (code === 'internal') requestLog(res, logger).error({ err }, 'request failed');
     await fail(req, res, code);
   });
 

@@ -9,6 +9,7 @@ import type { TenantAdmin } from '../tenants/tenant-admin';
 import { adminRouter } from './admin-router';
 import { hostApi, type HostApiDeps } from './host-api';
 import { hostSyncFetch, type HostFetchLimit } from './host-sync-fetch';
+import { bindRequestLog, requestLog } from './request-log';
 import { errorCodeFor, NO_STORE } from './send';
 import type { TokenExplainer } from '../verifier/token-explainer';
 
@@ -37,10 +38,11 @@ export function createApp(deps: AppDeps): express.Express {
     // Same rule as the gateway, which sends its id upstream.
     const requestId = requestIdOf(req.headers['x-request-id']);
     res.setHeader('x-request-id', requestId);
+    const log = bindRequestLog(res, deps.logger, requestId);
     const started = performance.now();
     res.on('finish', () => {
-      deps.logger.info(
-        { req_id: requestId, method: req.method, path: redactUrl(req.originalUrl).slice(0, 256), status: res.statusCode, ms: Math.round(performance.now() - started) },
+      log.info(
+        { method: req.method, path: redactUrl(req.originalUrl).slice(0, 256), status: res.statusCode, ms: Math.round(performance.now() - started) },
         'request',
       );
     });
@@ -55,7 +57,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     if (res.headersSent) return;
     const code = errorCodeFor(err);
-    if (code === 'internal') deps.logger.error({ err }, 'request failed');
+    if (code === 'internal') requestLog(res, deps.logger).error({ err }, 'request failed');
     sendError(res, code, NO_STORE);
   });
 

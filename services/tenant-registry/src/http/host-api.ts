@@ -7,6 +7,7 @@ import type { HostSyncCheck } from '../tenants/host-sync-check';
 import { isProblem, parseChannel, parsePublishRequest, parseRevokeRequest, parseUserId, type HostProblem } from '../tenants/host-requests';
 import type { UserActionOutcome, UserActions } from '../tenants/user-actions';
 import { hostCredentialGate, type HostFetchLimit } from './host-sync-fetch';
+import { requestLog } from './request-log';
 import { NO_STORE } from './send';
 
 /** `data` up to 64 KiB plus 100 channel names and the envelope. */
@@ -126,7 +127,7 @@ async function userAction(deps: HostApiDeps, req: Request, res: Response, tenant
 /** realtime's answer as it is: its contract errors (413, 400, 503) are the host's too. */
 function passOn(deps: HostApiDeps, res: Response, answer: { status: number; body: string }): void {
   if (answer.status >= 500 || !isJson(answer.body)) {
-    deps.logger.warn({ status: answer.status }, 'realtime refused a server call');
+    requestLog(res, deps.logger).warn({ status: answer.status }, 'realtime refused a server call');
     return sendError(res, 'unavailable', NO_STORE);
   }
   sendJson(res, answer.status, answer.body, NO_STORE);

@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import express from 'express';
 import { createLogger, listen, ManualClock, MemoryRateLimiter } from '@service-relay/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { RegistryMetrics } from '../metrics';
+import { createRegistryMetrics } from '../metrics';
 import type { HostSyncCheck } from '../tenants/host-sync-check';
 import { AddressFailureLimit } from './address-failure-limit';
 import { FAILURE_FLOOR_MS, hostSyncFetch } from './host-sync-fetch';
@@ -21,7 +21,7 @@ describe('the host-sync credential gate', () => {
   beforeAll(async () => {
     const app = express();
     app.use(
-      hostSyncFetch(check, new RegistryMetrics(), createLogger({ service: 't', level: 'silent' }), {
+      hostSyncFetch(check, createRegistryMetrics(), createLogger({ service: 't', level: 'silent' }), {
         limiter: new MemoryRateLimiter({ limit: 100, windowMs: 60_000, clock }),
         internalToken: 'internal',
         addresses: new AddressFailureLimit(new MemoryRateLimiter({ limit: 3, windowMs: 60_000, clock }), clock),
