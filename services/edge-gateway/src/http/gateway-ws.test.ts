@@ -270,13 +270,48 @@ describe('edge-gateway: WebSocket upstream failures', () => {
     expect(JSON.parse(slow.body)).toEqual({ errors: ['upstream_timeout'] });
   });
 
-  it('stop() cuts the WebSockets it proxies instead of waiting for them forever', async () => {
+  it('stop() closes the WebSockets it proxies with 1001 (reconnect elsewhere at once) instead of waiting for them forever', async () => {
     h = await startGatewayHarness({ realtime: live, env: { REALTIME_URL: live.url } });
     const o = await open(wsUrl(h), { authorization: `Bearer ${GOOD_TOKEN}` });
     const closed = new Promise<number>((resolve) => o.ws.once('close', (code) => resolve(code)));
     await h.stop();
     h = undefined;
-    expect(await closed).toBe(1006);
+    expect(await closed).toBe(1001);
+  });
+
+  it('stop() in the middle of a stream of frames waits for the frame in progress: every message arrives whole, then 1001', async () => {
+    h = await startGatewayHarness({ realtime: live, env: { REALTIME_URL: live.url } });
+    const o = await open(wsUrl(h), { authorization: `Bearer ${GOOD_TOKEN}` });
+    const server = [...live.sockets].at(-1)!;
+    // Realtime keeps sending large and small messages; 512 KiB each takes several chunks on the way.
+    const big = 'x'.repeat(512 * 1024);
+    let sent = 0;
+    const pump = setInterval(() => {
+      for (let i = 0; i < 4; i++) server.send(`${sent++}:${i % 2 ? big : 'small'}`);
+    }, 2);
+    const received: string[] = [];
+    const errors: Error[] = [];
+    o.ws.on('message', (d) => received.push(String(d)));
+    o.ws.on('error', (e) => errors.push(e));
+    const closed = new Promise<number>((resolve) => o.ws.once('close', (code) => resolve(code)));
+    // Stop once messages are flowing (bounded).
+    const deadline = Date.now() + 5000;
+    while (received.length < 8 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    try {
+      await h.stop();
+      h = undefined;
+      expect(await closed).toBe(1001);
+    } finally {
+      clearInterval(pump);
+    }
+    expect(errors, 'no corrupt frame reached the client').toEqual([]);
+    expect(received.length).toBeGreaterThanOrEqual(8);
+    // Whole messages, in order: each is "<n>:small" or "<n>:<512 KiB>".
+    received.forEach((m, n) => {
+      const [index, body] = [m.slice(0, m.indexOf(':')), m.slice(m.indexOf(':') + 1)];
+      expect(Number(index)).toBe(n);
+      expect(body === 'small' || body === big, `message ${n} whole`).toBe(true);
+    });
   });
 
   it('upgraded WebSockets count against the connection guard', async () => {

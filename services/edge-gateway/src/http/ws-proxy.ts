@@ -6,6 +6,7 @@ import { requestIdOf } from '@service-relay/edge';
 import type { GatewayMetrics } from '../metrics';
 import { clientAddress } from './request-context';
 import type { UpstreamPool } from './upstream-pool';
+import { closeFrame, FrameBoundary } from './ws-frames';
 
 export interface WsProxyOptions {
   /** Realtime instances; each upgrade goes to the next one. */
@@ -36,14 +37,15 @@ export interface WsProxy {
   /** The server's `upgrade` listener; settles once the upgrade is answered or spliced. */
   handle(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void>;
   /**
-   * Cuts every proxied WebSocket (clients see 1006 and reconnect). A server's
-   * close() waits for upgraded sockets, which it no longer tracks, forever.
+   * Closes every proxied WebSocket with 1001 (reconnect at once, to another
+   * gateway), each at its next frame boundary and within a second. Without
+   * it a server's close() would wait for upgraded sockets forever.
    */
   closeAll(): void;
 }
 
 export function createWsProxy(opts: WsProxyOptions): WsProxy {
-  const open = new Set<Duplex>();
+  const open = new Set<{ goAway(): void }>();
   const handle = (req: IncomingMessage, socket: Duplex, head: Buffer) =>
     new Promise<void>((resolve) => {
       socket.on('error', () => {});
@@ -112,11 +114,11 @@ export function createWsProxy(opts: WsProxyOptions): WsProxy {
           socket.write(switchingProtocols(res, requestId));
           if (upstreamHead.length > 0) socket.write(upstreamHead);
           if (head.length > 0) upstream.write(head);
-          splice(socket, upstream);
-          open.add(socket);
+          const spliced = splice(socket, upstream, upstreamHead);
+          open.add(spliced);
           opts.metrics.websocketOpened();
           socket.once('close', () => {
-            open.delete(socket);
+            open.delete(spliced);
             opts.metrics.websocketClosed();
           });
           log(101, target.host);
@@ -136,7 +138,7 @@ export function createWsProxy(opts: WsProxyOptions): WsProxy {
   return {
     handle,
     closeAll: () => {
-      for (const socket of open) socket.destroy();
+      for (const spliced of open) spliced.goAway();
       open.clear();
     },
   };
@@ -202,14 +204,59 @@ function passRefusal(res: IncomingMessage, socket: Duplex, requestId: string): v
 }
 
 /** Bytes both ways until either side ends; an error or close on one side ends the other. */
-function splice(client: Duplex, upstream: Duplex): void {
+/** The longest a stopping gateway waits for realtime to finish the frame in progress before cutting a WebSocket. */
+const GO_AWAY_MS = 1000;
+const GOING_AWAY = closeFrame(1001, 'gateway stopping');
+
+/**
+ * Pipes an upgraded pair both ways, byte for byte, and follows where
+ * realtime's frames end (FrameBoundary reads only their headers). `goAway`
+ * ends the client's side with a close frame of its own (1001: reconnect at
+ * once, elsewhere) at the next frame boundary, at most GO_AWAY_MS later, and
+ * drops realtime's side, which then cleans up as for any closed connection.
+ */
+function splice(client: Duplex, upstream: Duplex, upstreamHead: Buffer): { goAway(): void } {
   (upstream as Duplex & { setNoDelay?: (v: boolean) => void }).setNoDelay?.(true);
   (client as Duplex & { setNoDelay?: (v: boolean) => void }).setNoDelay?.(true);
   (client as Duplex & { setTimeout?: (ms: number) => void }).setTimeout?.(0);
-  upstream.on('error', () => client.destroy());
+  const frames = new FrameBoundary();
+  frames.advance(upstreamHead);
+  const cutClient = () => client.destroy();
+  upstream.on('error', cutClient);
   client.on('error', () => upstream.destroy());
-  upstream.on('close', () => client.destroy());
+  upstream.on('close', cutClient);
   client.on('close', () => upstream.destroy());
+  // After pipe's own listener: each chunk is counted once it was handed to the client.
+  const follow = (chunk: Buffer) => frames.advance(chunk);
   upstream.pipe(client);
+  upstream.on('data', follow);
   client.pipe(upstream);
+  return {
+    goAway() {
+      if (client.destroyed) return;
+      upstream.unpipe(client);
+      client.unpipe(upstream);
+      upstream.off('data', follow);
+      upstream.off('close', cutClient);
+      upstream.off('error', cutClient);
+      const timer = setTimeout(cutClient, GO_AWAY_MS);
+      timer.unref();
+      const finish = () => {
+        upstream.off('data', rest);
+        upstream.destroy();
+        client.end(GOING_AWAY);
+        client.once('close', () => clearTimeout(timer));
+      };
+      // The frame in progress, if any, is finished first: a close frame in its middle would corrupt the stream.
+      const rest = (chunk: Buffer) => {
+        const taken = frames.advance(chunk, true);
+        client.write(taken === chunk.length ? chunk : chunk.subarray(0, taken));
+        if (frames.atBoundary) finish();
+      };
+      if (frames.atBoundary) return finish();
+      upstream.on('data', rest);
+      upstream.once('close', cutClient);
+      upstream.resume();
+    },
+  };
 }
