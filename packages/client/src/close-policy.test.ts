@@ -10,6 +10,7 @@ describe('decideAfterClose', () => {
   it.each([
     ['4401 token expired or revoked: fresh token, reconnect', ready(4401), RECONNECT],
     ['1001 going away: reconnect at once', ready(1001), { ...RECONNECT, immediate: true }],
+    ['1012 service restart (a proxy in front may send it): reconnect at once', ready(1012), { ...RECONNECT, immediate: true }],
     ['1006 dropped', ready(1006), RECONNECT],
     ['1009 frame too large', ready(1009), RECONNECT],
     ['1011 server error', ready(1011), RECONNECT],

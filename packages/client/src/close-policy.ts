@@ -63,6 +63,8 @@ export function decideAfterClose(f: CloseFacts): CloseDecision {
     case 1008:
       return f.policyCloses >= 1 ? { action: 'give_up', code: 'disconnected' } : reconnect();
     case 1001:
+    case 1012:
+      // Going away / service restart (RFC 6455, IANA registry): another instance is there now.
       return reconnect(true, true);
     default:
       // 1006, 1009, 1011, 1013, a server 1000/1005, a ping timeout, codes this version does not know.
