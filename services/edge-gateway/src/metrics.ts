@@ -7,7 +7,8 @@ export type RouteLabel = 'api_v1' | 'host_fetch' | 'host_api' | 'ops' | 'preflig
 
 export interface GatewayMetrics {
   registry: Registry;
-  request(route: RouteLabel, status: number): void;
+  /** One answered request (or WebSocket upgrade), with the seconds from its start to its answer. */
+  request(route: RouteLabel, status: number, seconds: number): void;
   upstreamError(upstream: string, kind: 'unavailable' | 'timeout'): void;
   rateLimited(): void;
   /** Answered 429 by the gateway itself: the client address is past its budget of refused credentials. */
@@ -29,6 +30,16 @@ export interface GatewayMetrics {
 export function createGatewayMetrics(): GatewayMetrics {
   const registry = createMetricsRegistry('edge-gateway');
   const requests = new Counter({ name: 'gateway_http_requests_total', help: 'HTTP requests by route and status', labelNames: ['route', 'status'], registers: [registry] });
+  // The request-latency objective's histogram (docs/OPERATIONS.md "Objectives"): few
+  // buckets around its 250 ms threshold, one child per route resolved once.
+  const durations = new Histogram({
+    name: 'gateway_http_request_duration_seconds',
+    help: 'Time from a request\'s start to its answer (a WebSocket upgrade: to the 101 or the refusal), by route',
+    labelNames: ['route'],
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  const durationChildren = new Map<RouteLabel, ReturnType<typeof durations.labels>>();
   const authLatency = new Histogram({
     name: 'gateway_auth_verify_seconds',
     help: 'Verifier round trips by outcome (cache hits are not calls)',
@@ -75,7 +86,12 @@ export function createGatewayMetrics(): GatewayMetrics {
     observeLane: (current) => {
       lane = current;
     },
-    request: (route, status) => requests.inc({ route, status: String(status) }),
+    request(route, status, seconds) {
+      requests.inc({ route, status: String(status) });
+      let d = durationChildren.get(route);
+      if (!d) durationChildren.set(route, (d = durations.labels(route)));
+      d.observe(seconds);
+    },
     upstreamError: (upstream, kind) => upstreamErrors.inc({ upstream, kind }),
     rateLimited: () => limited.inc(),
     refusedAuthLimited: (route) => refusedLimited.inc({ route }),

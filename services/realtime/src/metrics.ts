@@ -24,6 +24,8 @@ export interface RealtimeMetrics {
   /** Presence (#13): this instance's member connections, and join/leave events it received for its watchers. */
   presenceMemberships: Gauge;
   presenceEvents: Counter<'type'>;
+  /** Errors the message store's Redis connections reported (refused, reset, timed out): what the Redis alert reads. */
+  redisErrors: Counter<'connection'>;
   recovery(source: 'ws' | 'rest', r: { recovered: true } | { recovered: false; reason: string }): void;
   closed(code: number): void;
   fannedOut(subscribers: number, publishedAtMs: number): void;
@@ -63,6 +65,12 @@ export function createRealtimeMetrics(): RealtimeMetrics {
     }),
     presenceMemberships: new Gauge({ name: 'relay_realtime_presence_memberships', help: 'Connections of this instance that are presence members (one per connection and presence channel)', registers }),
     presenceEvents: new Counter({ name: 'relay_realtime_presence_events_total', help: 'Presence join and leave events received for local watchers, by type', labelNames: ['type'], registers }),
+    redisErrors: new Counter({
+      name: 'relay_realtime_redis_errors_total',
+      help: 'Errors reported by the message store\'s Redis connections (commands, subscriber)',
+      labelNames: ['connection'],
+      registers,
+    }),
     recovery: (source, r) => recoveries.inc({ source, result: r.recovered ? 'recovered' : r.reason }),
     closed: (code) => closes.inc({ code: KNOWN_CLOSE_CODES.has(code) ? String(code) : 'other' }),
     fannedOut(subscribers, publishedAtMs) {

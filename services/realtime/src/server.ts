@@ -82,7 +82,14 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const ownsMessages = !deps.messages;
   const retention = { maxMessages: config.historyMaxMessages, ttlS: config.historyTtlS };
   const messages =
-    deps.messages ?? createMessageBus(config.redis, { retention, historyDir: config.historyDir, idempotencyWindowS: config.idempotencyWindowS, logger, ...(clock && { clock }) });
+    deps.messages ?? createMessageBus(config.redis, {
+      retention,
+      historyDir: config.historyDir,
+      idempotencyWindowS: config.idempotencyWindowS,
+      logger,
+      ...(clock && { clock }),
+      onRedisError: (connection) => metrics.redisErrors.inc({ connection }),
+    });
   const ownsVerifier = !deps.verifier;
   const verifier = deps.verifier ?? createVerifierClient({ address: config.verifierAddr, internalToken: config.internalToken, deadlineMs: config.verifyDeadlineMs, logger });
   const registry = new ConnectionRegistry(verifier, metrics, feed);

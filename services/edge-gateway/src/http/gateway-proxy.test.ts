@@ -255,6 +255,9 @@ describe('edge-gateway: forwarding, limits and errors', () => {
     const text = await (await fetch(`${h.url}/metrics`)).text();
     expect(text).toMatch(/gateway_http_requests_total\{route="api_v1",status="200"/);
     expect(text).toMatch(/gateway_http_requests_total\{route="api_v1",status="413"/);
+    // The request-latency objective's histogram counts the same answers, by route.
+    expect(text).toMatch(/gateway_http_request_duration_seconds_count\{[^}]*route="api_v1"[^}]*\} [1-9]/);
+    expect(text).toMatch(/gateway_http_request_duration_seconds_bucket\{[^}]*le="0.25"[^}]*route="api_v1"|gateway_http_request_duration_seconds_bucket\{[^}]*route="api_v1"[^}]*le="0.25"/);
     expect(text).toMatch(/gateway_auth_cache_hits_total\{[^}]*\} [1-9]/);
     expect(text).toMatch(/gateway_auth_cache_misses_total/);
     expect(text).toMatch(/gateway_auth_verify_seconds_bucket\{[^}]*outcome="valid"/);

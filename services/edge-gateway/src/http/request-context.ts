@@ -42,13 +42,14 @@ export function beginRequest(req: IncomingMessage, res: ServerResponse, opts: { 
   res.setHeader('x-request-id', requestId);
   res.once('close', () => {
     const status = res.headersSent ? res.statusCode : 0;
-    opts.metrics.request(ctx.route, status);
+    const ms = performance.now() - ctx.started;
+    opts.metrics.request(ctx.route, status, ms / 1000);
     const line = {
       method: req.method,
       path: redactUrl(req.url ?? ''),
       route: ctx.route,
       status,
-      duration_ms: Math.round((performance.now() - ctx.started) * 100) / 100,
+      duration_ms: Math.round(ms * 100) / 100,
       client: ctx.clientAddress,
       tenant_id: ctx.tenantId,
       completed: res.writableFinished,

@@ -53,9 +53,10 @@ export function createWsProxy(opts: WsProxyOptions): WsProxy {
       const requestId = requestIdOf(req.headers['x-request-id']);
       const logger = opts.logger.child({ request_id: requestId });
       const log = (status: number, upstream?: string) => {
-        opts.metrics.request('ws', status);
+        const ms = performance.now() - started;
+        opts.metrics.request('ws', status, ms / 1000);
         logger.info(
-          { method: req.method, path: redactUrl(req.url ?? ''), route: 'ws', status, upstream, duration_ms: Math.round((performance.now() - started) * 100) / 100, client: clientAddress(req, opts.trustProxy) },
+          { method: req.method, path: redactUrl(req.url ?? ''), route: 'ws', status, upstream, duration_ms: Math.round(ms * 100) / 100, client: clientAddress(req, opts.trustProxy) },
           'upgrade',
         );
       };

@@ -11,11 +11,13 @@ export interface MessageBusOptions {
   idempotencyWindowS: number;
   logger: Logger;
   clock?: Clock;
+  /** Called on each error a Redis connection of the store reports (counted in relay_realtime_redis_errors_total). */
+  onRedisError?: (connection: 'commands' | 'subscriber') => void;
 }
 
 /** Redis when REDIS_URL is set, otherwise the in-process driver with its on-disk journal. */
 export function createMessageBus(redis: RedisSettings, opts: MessageBusOptions): MessageBus {
   const { retention, logger, idempotencyWindowS } = opts;
-  if (redis.url) return new RedisMessageBus(redis.url, redis.prefix, retention, logger, idempotencyWindowS);
+  if (redis.url) return new RedisMessageBus(redis.url, redis.prefix, retention, logger, idempotencyWindowS, opts.onRedisError);
   return new MemoryMessageBus(retention, { dir: opts.historyDir, idempotencyWindowS, ...(opts.clock && { clock: opts.clock }) });
 }

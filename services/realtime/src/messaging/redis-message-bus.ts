@@ -68,15 +68,19 @@ export class RedisMessageBus implements MessageBus {
     private readonly retention: RetentionOptions,
     private readonly logger: Logger,
     private readonly idempotencyWindowS = 600,
+    onRedisError: (connection: 'commands' | 'subscriber') => void = () => {},
   ) {
     this.cmd = createRedis(url, { connectionName: 'realtime-messages' }) as Redis & Scripts;
     // Without numberOfKeys the key count is the first argument: the idempotency key is optional.
     this.cmd.defineCommand('relayPublish', { lua: PUBLISH_SCRIPT });
     this.cmd.defineCommand('relayRead', { numberOfKeys: 2, lua: READ_SCRIPT });
-    this.cmd.on('error', () => {});
+    this.cmd.on('error', () => onRedisError('commands'));
     this.generation = new HistoryGeneration(this.cmd, `${prefix}{history}:generation`, logger);
     this.sub = createRedis(url, { connectionName: 'realtime-messages-sub', enableOfflineQueue: true, maxRetriesPerRequest: null });
-    this.sub.on('error', (err: Error) => this.logger.debug({ err: err.message }, 'message bus connection error'));
+    this.sub.on('error', (err: Error) => {
+      onRedisError('subscriber');
+      this.logger.debug({ err: err.message }, 'message bus connection error');
+    });
     this.sub.on('close', () => {
       if (this.wasReady) this.lostSinceReady = true;
     });
