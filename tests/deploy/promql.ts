@@ -14,6 +14,11 @@ export interface AlertRule {
   annotations: { summary: string; runbook: string };
 }
 
+export interface RecordingRule {
+  record: string;
+  expr: string;
+}
+
 export interface DashboardPanel {
   type: string;
   title: string;
@@ -21,19 +26,40 @@ export interface DashboardPanel {
 }
 
 export const ALERTS_FILE = repoDir('deploy/prometheus/alerts.yml');
+/** promtool unit tests of every alert (`promtool test rules`). */
+export const ALERTS_TEST_FILE = repoDir('deploy/prometheus/alerts.test.yml');
 export const DASHBOARD_FILE = repoDir('deploy/grafana/service-relay.json');
 
+function rules(): (AlertRule | RecordingRule)[] {
+  return (parse(readFileSync(ALERTS_FILE, 'utf8')) as { groups: { name: string; rules: (AlertRule | RecordingRule)[] }[] }).groups.flatMap((g) => g.rules);
+}
+
 export function alertRules(): AlertRule[] {
-  return (parse(readFileSync(ALERTS_FILE, 'utf8')) as { groups: { name: string; rules: AlertRule[] }[] }).groups.flatMap((g) => g.rules);
+  return rules().filter((r): r is AlertRule => 'alert' in r);
+}
+
+/** The objectives' recording rules (`level:metric:operations` names, which no service exports). */
+export function recordingRules(): RecordingRule[] {
+  return rules().filter((r): r is RecordingRule => 'record' in r);
 }
 
 export function dashboardPanels(): DashboardPanel[] {
   return (JSON.parse(readFileSync(DASHBOARD_FILE, 'utf8')) as { panels: DashboardPanel[] }).panels;
 }
 
-/** Every PromQL expression of the alert rules and the dashboard's panels. */
+/** Every PromQL expression of the alert and recording rules and the dashboard's panels. */
 export function allExpressions(): string[] {
-  return [...alertRules().map((r) => r.expr), ...dashboardPanels().flatMap((p) => (p.targets ?? []).map((t) => t.expr))];
+  return [...rules().map((r) => r.expr), ...dashboardPanels().flatMap((p) => (p.targets ?? []).map((t) => t.expr))];
+}
+
+/** Series Prometheus makes itself: a scrape's `up`, and recorded series (a colon in the name). */
+export function isPrometheusOwn(name: string): boolean {
+  return name === 'up' || name.includes(':');
+}
+
+/** The metric names an expression selects that a service must export. */
+export function serviceMetricNames(expr: string): string[] {
+  return metricNames(expr).filter((n) => !isPrometheusOwn(n));
 }
 
 const KEYWORDS = new Set(['and', 'or', 'unless', 'bool', 'offset', 'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'inf', 'nan']);

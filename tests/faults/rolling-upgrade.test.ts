@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchSecret, signWithJose } from '../support/host';
 import { TestSocket } from '../support/ws-client';
-import { allExpressions, exposedNames, metricNames } from '../deploy/promql';
+import { allExpressions, exposedNames, serviceMetricNames } from '../deploy/promql';
 import { compareIds } from './support/probes';
 import { PODS, UpgradeStack } from './support/upgrade-stack';
 import { ResumingSubscriber, RestTraffic } from './support/upgrade-traffic';
@@ -187,7 +187,7 @@ describe('faults: a rolling upgrade of every service under traffic', () => {
   it('every metric the alert rules and the dashboard query is in a live /metrics', async () => {
     const scraped = await stack!.scrapeAll();
     const names = new Set(scraped.flatMap(([, text]) => [...exposedNames(text)]));
-    const missing = [...new Set(allExpressions().flatMap(metricNames))].filter((n) => !names.has(n));
+    const missing = [...new Set(allExpressions().flatMap(serviceMetricNames))].filter((n) => !names.has(n));
     expect(missing).toEqual([]);
   });
 });
