@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { createLogger } from '@service-relay/core';
+import { createLogger, freeLoopbackPort } from '@service-relay/core';
 import { deleteRedisPrefix, TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
 import { describeMessageBusContract } from './message-bus-contract';
 import { RedisMessageBus } from './redis-message-bus';
@@ -82,6 +82,17 @@ describe('RedisMessageBus', () => {
     await bus.close();
     probe.disconnect();
     await deleteRedisPrefix(prefix);
+  });
+
+  it('reports each error of its Redis connections (counted in relay_realtime_redis_errors_total)', async () => {
+    // Nothing listens on a port just freed: both connections are refused.
+    const url = `redis://127.0.0.1:${await freeLoopbackPort()}`;
+    const seen = new Set<string>();
+    const bus = new RedisMessageBus(url, uniqueRedisPrefix('rt'), { maxMessages: 10, ttlS: 60 }, logger, 600, (connection) => seen.add(connection));
+    const deadline = Date.now() + 5000;
+    while (seen.size < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect([...seen].sort()).toEqual(['commands', 'subscriber']);
+    await bus.close();
   });
 
   it('gives a stream from before epochs one on its next publish, without claiming a loss', async () => {
