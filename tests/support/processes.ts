@@ -1,10 +1,10 @@
-import { freeLoopbackPort } from '@service-relay/core';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { freeLoopbackPort } from '@service-relay/testkit';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** A free loopback port outside the ephemeral range (see @service-relay/core). */
+/** A free loopback port outside the ephemeral range (see @service-relay/testkit). */
 export const freePort = freeLoopbackPort;
 
 /** Extra spawn options: run as another OS user (e.g. PostgreSQL, which refuses root), or elsewhere. */

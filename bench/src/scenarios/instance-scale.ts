@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { freeLoopbackPort } from '@service-relay/core';
+import { freeLoopbackPort } from '@service-relay/testkit';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,5 +1,7 @@
 import type { Agent, Server } from 'node:http';
-import { capabilityFromJson, createLogger, DEFAULT_CONNECTION_LIMITS, listen, pinTickObjectShape } from '@service-relay/core';
+import { createLogger, listen, pinTickObjectShape } from '@service-relay/core';
+import { capabilityFromJson } from '@service-relay/channels';
+import { DEFAULT_CONNECTION_LIMITS } from '@service-relay/edge';
 import { createApp, createGatewayMetrics, createListener, createUpstreamAgent, type GatewayConfig } from '@service-relay/edge-gateway';
 import type { VerifyResult } from '@service-relay/verifier-client';
 import { serveWorker } from '../lib/worker-runtime';

@@ -10,6 +10,3 @@ export function isCanonicalUuid(value: unknown): value is string {
 export function isUuid(value: unknown): value is string {
   return typeof value === 'string' && ANY_CASE_UUID.test(value);
 }
-
-/** Channel names of the tenant REST and WebSocket APIs. */
-export const CHANNEL_NAME = /^[A-Za-z0-9_.:-]{1,128}$/;

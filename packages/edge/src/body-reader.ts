@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { sendError } from '@service-relay/core';
+import { sendError } from './error-response';
 
 /** The client went away before its body ended: nobody is left to answer. */
 export class ClientAbortedError extends Error {

@@ -1,4 +1,4 @@
-import { parseCapability } from '@service-relay/core';
+import { parseCapability } from '@service-relay/channels';
 import { describe, expect, it } from 'vitest';
 import type { VerifiedIdentity } from '@service-relay/verdict';
 import { fromWire, toWire } from './verify-result-wire';

@@ -1,4 +1,4 @@
-import { capabilityFromJson, capabilityJson, type ChannelCapability } from '@service-relay/core';
+import { capabilityFromJson, capabilityJson, type ChannelCapability } from '@service-relay/channels';
 import type { VerifyResult } from '@service-relay/verdict';
 import type { VerifyResponseWire } from './verifier-wire';
 

@@ -1,4 +1,5 @@
-import { isCanonicalUuid, isUuid, parseCapability } from '@service-relay/core';
+import { isCanonicalUuid, isUuid } from '@service-relay/core';
+import { parseCapability } from '@service-relay/channels';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkCap, checkTenantId, checkUserId } from './token-rules.js';

@@ -3,10 +3,11 @@
  * "Channel capabilities"), checked before signing so that a token the relay
  * would refuse is never handed out.
  *
- * A vendored copy: the verifier's own rules live in @service-relay/core
- * (channel-capability.ts, ids.ts) and auth-verifier's token-checker.ts, which
- * a published SDK cannot depend on. token-rules.test.ts runs both over the
- * same cases so the two cannot drift apart. The rule names are the verifier's
+ * A vendored copy: the verifier's own rules live in @service-relay/channels
+ * (channel-capability.ts), @service-relay/core (ids.ts) and auth-verifier's
+ * token-checker.ts, which a published SDK cannot depend on.
+ * token-rules.test.ts runs both over the same cases so the two cannot drift
+ * apart. The rule names are the verifier's
  * reason codes.
  */
 

@@ -1,4 +1,4 @@
-import type { ChannelCapability } from '@service-relay/core';
+import type { ChannelCapability } from '@service-relay/channels';
 
 /**
  * The verifier's answer about one token: domain types only (no transport).

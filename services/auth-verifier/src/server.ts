@@ -1,20 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
-import {
-  closeServer,
-  createLogger,
-  handleOps,
-  listen,
-  sendError,
-  startTracing,
-  systemClock,
-  withTimeout,
-  type Clock,
-  type Logger,
-  type ReadinessCheck,
-  type Service,
-  type Tracing,
-} from '@service-relay/core';
+import { closeServer, createLogger, listen, startTracing, systemClock, withTimeout, type Clock, type Logger, type Service, type Tracing } from '@service-relay/core';
+import { handleOps, sendError, type ReadinessCheck } from '@service-relay/edge';
 import { bindServer, grpcAddress, HealthService, serviceDefinition, stopServer, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeed } from '@service-relay/tenant-events';
 import type { VerifierConfig } from './config';

@@ -1,18 +1,5 @@
-import {
-  ConfigError,
-  DEFAULT_PORTS,
-  EnvReader,
-  readConnectionLimits,
-  readRedisSettings,
-  readTenantFeedConfig,
-  readTracingConfig,
-  requireRedisWhenAlone,
-  type ConnectionLimits,
-  type Env,
-  type RedisSettings,
-  type TenantFeedConfig,
-  type TracingConfig,
-} from '@service-relay/core';
+import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig } from '@service-relay/core';
+import { readConnectionLimits, type ConnectionLimits } from '@service-relay/edge';
 
 export interface GatewayConfig {
   port: number;

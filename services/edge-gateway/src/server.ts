@@ -1,5 +1,6 @@
 import { createServer as createHttpServer, type RequestListener, type Server as HttpServer } from 'node:http';
-import { closeServer, createLogger, guardConnections, listen, startTracing, systemClock, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
+import { closeServer, createLogger, listen, startTracing, systemClock, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
+import { guardConnections } from '@service-relay/edge';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
 import { Authenticator } from './auth/authenticator';

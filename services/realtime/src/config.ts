@@ -1,18 +1,6 @@
 import { join, resolve } from 'node:path';
-import {
-  DEFAULT_PORTS,
-  EnvReader,
-  readConnectionLimits,
-  readRedisSettings,
-  readTenantFeedConfig,
-  readTracingConfig,
-  requireRedisWhenAlone,
-  type ConnectionLimits,
-  type Env,
-  type RedisSettings,
-  type TenantFeedConfig,
-  type TracingConfig,
-} from '@service-relay/core';
+import { DEFAULT_PORTS, EnvReader, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig } from '@service-relay/core';
+import { readConnectionLimits, type ConnectionLimits } from '@service-relay/edge';
 
 export interface RealtimeConfig {
   port: number;

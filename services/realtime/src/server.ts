@@ -1,7 +1,8 @@
 import type { BatchMode } from './ws/batch-frame';
 import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { closeServer, createLogger, guardConnections, handleOps, listen, rawErrorResponse, sendError, startTracing, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
+import { closeServer, createLogger, listen, startTracing, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
+import { guardConnections, handleOps, rawErrorResponse, sendError } from '@service-relay/edge';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
 import { WebSocketServer, type WebSocket } from 'ws';

@@ -1,5 +1,5 @@
 -- A tenant's channel rules (issue #13): the operator's document in canonical
--- form (packages/core/src/channel-rules.ts), NULL meaning the default rules.
+-- form (packages/channels/src/channel-rules.ts), NULL meaning the default rules.
 -- A tenant without a row has the default rules at version 0. `version` only
 -- grows (a reset to the default keeps the row with the next version), so a
 -- consumer can always tell a newer document from an older one.

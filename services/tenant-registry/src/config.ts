@@ -1,6 +1,6 @@
 import { resolve, join } from 'node:path';
-import { ConfigError, DEFAULT_PORTS, EnvReader, readConnectionLimits, readRedisSettings, requireRedisWhenAlone, type ConnectionLimits, type Env, type RedisSettings } from '@service-relay/core';
-import { bearerToken } from '@service-relay/edge';
+import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type RedisSettings } from '@service-relay/core';
+import { bearerToken, readConnectionLimits, type ConnectionLimits } from '@service-relay/edge';
 
 /** The registry's PostgreSQL pools (DB_POOL_SIZE, DB_FEED_POOL_SIZE, DB_TIMEOUT_MS); see db/create-db.ts. */
 export interface PoolSettings {

@@ -1,6 +1,7 @@
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
-import { closeServer, createLogger, createRateLimiter, createRedis, guardConnections, handleOps, listen, systemClock, type Clock, type Logger, type Redis, type Service } from '@service-relay/core';
+import { closeServer, createLogger, createRateLimiter, createRedis, listen, systemClock, type Clock, type Logger, type Redis, type Service } from '@service-relay/core';
+import { guardConnections, handleOps, internalCaller } from '@service-relay/edge';
 import { bindServer, grpcAddress, HealthService, REGISTRY_FEED_SERVICE, REGISTRY_KEYS_SERVICE, stopServer } from '@service-relay/grpc';
 import { createTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
 import { AdminTokens } from './audit/admin-tokens';
@@ -166,7 +167,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         explainer = createTokenExplainer({ address: config.verifierAddr, internalToken: config.internalToken, deadlineMs: EXPLAIN_TIMEOUT_MS });
         const app = createApp({
           explainer,
-          hostFetch: { limiter, internalToken: config.internalToken, addresses },
+          hostFetch: { limiter, fromGateway: internalCaller(config.internalToken), addresses },
           hostApi: { users, realtime, ...(deps.clock && { clock: deps.clock }) },
           admin: new TenantAdmin(store, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds)),
           hostSync: new HostSyncCheck(store, crypto.hostSync),

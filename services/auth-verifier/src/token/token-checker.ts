@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { Clock } from '@service-relay/core';
-import { isCanonicalUuid, isUuid, MAX_TOKEN_BYTES, parseCapability, type ChannelCapability } from '@service-relay/core';
+import { isCanonicalUuid, isUuid, MAX_TOKEN_BYTES } from '@service-relay/core';
+import { parseCapability, type ChannelCapability } from '@service-relay/channels';
 import { LRUCache } from 'lru-cache';
 import type { VerifiedIdentity } from '@service-relay/verdict';
 import { canonicalTail, isCanonicalBase64url } from './base64url';

@@ -1,6 +1,23 @@
 import type { Agent, IncomingMessage, ServerResponse } from 'node:http';
-import { capabilityJson, DATA_LIMIT_HEADERS, handleOps, LIMIT_HEADER, sendError, type ErrorCode, type Logger, type ReadinessCheck } from '@service-relay/core';
-import { authorizationOf, bearerToken, declaredTooLarge, INVALID_TOKEN_HEADERS, readBodyOrRefuse, refuseTooLarge } from '@service-relay/edge';
+import type { ErrorCode, Logger } from '@service-relay/core';
+import { capabilityJson } from '@service-relay/channels';
+import {
+  authorizationOf,
+  bearerToken,
+  DATA_LIMIT_HEADERS,
+  declaredTooLarge,
+  handleOps,
+  INTERNAL_TOKEN_HEADER,
+  INVALID_TOKEN_HEADERS,
+  LIMIT_HEADER,
+  MAX_API_BODY_BYTES,
+  MAX_HOST_API_BODY_BYTES,
+  MAX_HOST_FETCH_BODY_BYTES,
+  readBodyOrRefuse,
+  refuseTooLarge,
+  sendError,
+  type ReadinessCheck,
+} from '@service-relay/edge';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Authenticator } from '../auth/authenticator';
 import type { GatewayConfig } from '../config';
@@ -8,7 +25,6 @@ import type { ConnectionHold } from '../limits/connection-hold';
 import type { LoadShedder } from '../limits/load-shedder';
 import { LANE_FULL, type UnprovenLane } from '../limits/unproven-lane';
 import type { RefusalBudget } from '../limits/refusal-budget';
-import { MAX_API_BODY_BYTES, MAX_HOST_API_BODY_BYTES, MAX_HOST_FETCH_BODY_BYTES } from './body-limit';
 import { applyCors } from './cors';
 import type { GatewayMetrics } from '../metrics';
 import { beginRequest, contextOf } from './request-context';
@@ -161,7 +177,7 @@ export function createApp(opts: AppOptions): Express {
    */
   const forwardHost = async (req: Request, res: Response, limit: number) => {
     const ctx = contextOf(req);
-    const headers = { 'x-request-id': ctx.requestId, 'x-internal-token': config.internalToken, 'x-relay-client-address': ctx.clientAddress };
+    const headers = { 'x-request-id': ctx.requestId, [INTERNAL_TOKEN_HEADER]: config.internalToken, 'x-relay-client-address': ctx.clientAddress };
     const body = await readBodyOrRefuse(req, res, limit);
     if (body === undefined) return;
     const segment = HOST_TENANT_SEGMENT.exec(req.path)?.[1] ?? '';
@@ -210,7 +226,7 @@ export function createApp(opts: AppOptions): Express {
     // Cheap and reveals nothing: refuse a declared oversize body before any work
     // (then read and drop the rest, bounded, so the client reads the 413).
     if (declaredTooLarge(req, MAX_API_BODY_BYTES)) return refuseTooLarge(req, res, DATA_LIMIT_HEADERS);
-    const headers: Record<string, string> = { 'x-internal-token': config.internalToken, 'x-request-id': ctx.requestId };
+    const headers: Record<string, string> = { [INTERNAL_TOKEN_HEADER]: config.internalToken, 'x-request-id': ctx.requestId };
     if (authenticate) {
       // Past its budget an address is answered 429 for every refusal, and only tokens of a
       // tenant served recently still reach the verifier (a valid client behind it keeps working).

@@ -1,4 +1,4 @@
-import { parseCapability } from '@service-relay/core';
+import { parseCapability } from '@service-relay/channels';
 import { ManualTenantFeed } from '@service-relay/tenant-events';
 import { fakeIdentity } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
+import { MAX_HOST_API_BODY_BYTES } from '@service-relay/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayHarness, TEST_INTERNAL_TOKEN, type GatewayHarness } from '../testing/gateway-harness';
-import { MAX_HOST_API_BODY_BYTES } from './body-limit';
 
 const TENANT = '0f1e2d3c-4b5a-4697-8877-665544332211';
 const basic = `Basic ${Buffer.from('hs_client:secret').toString('base64')}`;

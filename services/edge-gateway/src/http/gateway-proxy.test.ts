@@ -1,10 +1,10 @@
 import type { ServerResponse } from 'node:http';
+import { MAX_API_BODY_BYTES } from '@service-relay/edge';
 import { fakeIdentity } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayHarness, type GatewayHarness } from '../testing/gateway-harness';
 import { streamUpload } from '../testing/raw-request';
 import { echoHandler, startStubUpstream } from '../testing/stub-upstream';
-import { MAX_API_BODY_BYTES } from './body-limit';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -1,4 +1,4 @@
-import type { ReadinessCheck } from '@service-relay/core';
+import type { ReadinessCheck } from '@service-relay/edge';
 import type { VerifierClient } from '@service-relay/verifier-client';
 
 /**

@@ -1,5 +1,6 @@
 import { Agent, request, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import { sendError, type Logger } from '@service-relay/core';
+import type { Logger } from '@service-relay/core';
+import { INTERNAL_TOKEN_HEADER, sendError } from '@service-relay/edge';
 import type { GatewayMetrics } from '../metrics';
 import { logOf } from './request-context';
 
@@ -216,7 +217,7 @@ function rewriteHeaders(req: IncomingMessage, body: Buffer, add: Record<string, 
   // made Node throw ERR_HTTP_TRAILER_INVALID outside any handler and took
   // the process down. `connection` may name more of them.
   for (const name of Object.keys(h)) {
-    if (name.startsWith('x-relay-') || name === 'x-internal-token') delete h[name];
+    if (name.startsWith('x-relay-') || name === INTERNAL_TOKEN_HEADER) delete h[name];
   }
   dropHopByHop(h, HOP_BY_HOP);
   if (stripAuthorization) delete h.authorization;

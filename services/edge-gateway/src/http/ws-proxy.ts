@@ -1,8 +1,8 @@
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Duplex } from 'node:stream';
-import { httpStatusFor, rawErrorResponse, redactUrl, type ErrorCode, type Logger } from '@service-relay/core';
-import { requestIdOf } from '@service-relay/edge';
+import { httpStatusFor, redactUrl, type ErrorCode, type Logger } from '@service-relay/core';
+import { INTERNAL_TOKEN_HEADER, rawErrorResponse, requestIdOf } from '@service-relay/edge';
 import type { GatewayMetrics } from '../metrics';
 import { clientAddress } from './request-context';
 import type { UpstreamPool } from './upstream-pool';
@@ -156,7 +156,7 @@ function forwardedHeaders(req: IncomingMessage, requestId: string): OutgoingHttp
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined || HOP_BY_HOP.has(name) || listed.has(name) || name.startsWith('proxy-')) continue;
-    if (name.startsWith('x-relay-') || name === 'x-internal-token' || name === 'host') continue;
+    if (name.startsWith('x-relay-') || name === INTERNAL_TOKEN_HEADER || name === 'host') continue;
     out[name] = value;
   }
   out.connection = 'Upgrade';

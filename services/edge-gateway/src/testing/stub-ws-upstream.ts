@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { closeServer, listen } from '@service-relay/core';
+import { rawErrorResponse, WWW_AUTHENTICATE } from '@service-relay/edge';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { echoHandler, type StubHandler, type StubRequest, type StubUpstream } from './stub-upstream';
 
@@ -38,11 +39,7 @@ export async function startStubWsUpstream(handler: StubHandler = echoHandler): P
     const url = new URL(req.url ?? '/', 'http://stub');
     const token = req.headers.authorization?.replace(/^Bearer /, '') ?? url.searchParams.get('access_token');
     if (url.pathname !== '/ws' || token !== GOOD_TOKEN) {
-      const body = '{"errors":["invalid_or_missing_token"]}';
-      socket.end(
-        'HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json; charset=utf-8\r\n' +
-          `WWW-Authenticate: Bearer realm="service-relay", error="invalid_token"\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
-      );
+      socket.end(rawErrorResponse('invalid_or_missing_token', `WWW-Authenticate: ${WWW_AUTHENTICATE.invalidToken}\r\n`));
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {

@@ -1,4 +1,4 @@
-import type { ChannelAction } from '@service-relay/core';
+import type { ChannelAction } from '@service-relay/channels';
 
 /**
  * The channel-authorization table (issue #13): the pure decision's unit test

@@ -1,4 +1,4 @@
-import { DEFAULT_CHANNEL_RULES, parseCapability, parseChannelRules, presenceEnabled, type ChannelRules } from '@service-relay/core';
+import { DEFAULT_CHANNEL_RULES, parseCapability, parseChannelRules, presenceEnabled, type ChannelRules } from '@service-relay/channels';
 import { describe, expect, it } from 'vitest';
 import { ACCESS_CASES, PRESENCE_CASES, type RulesDoc } from './channel-access.cases';
 import { channelAccess } from './channel-access';

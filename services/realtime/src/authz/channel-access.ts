@@ -1,4 +1,4 @@
-import { DEFAULT_CHANNEL_RULES, patternMatches, tenantAllows, type ChannelAction, type ChannelCapability, type ChannelRules } from '@service-relay/core';
+import { DEFAULT_CHANNEL_RULES, patternMatches, tenantAllows, type ChannelAction, type ChannelCapability, type ChannelRules } from '@service-relay/channels';
 
 export type ChannelAccess = 'allow' | 'deny';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { parseCapability } from '@service-relay/core';
+import { parseCapability } from '@service-relay/channels';
 import { FakeVerifier, uniqueRedisPrefix } from '@service-relay/testkit';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger, DEFAULT_CHANNEL_RULES, parseChannelRules, RelayError, type ChannelRules } from '@service-relay/core';
+import { createLogger, RelayError } from '@service-relay/core';
+import { DEFAULT_CHANNEL_RULES, parseChannelRules, type ChannelRules } from '@service-relay/channels';
 import { ManualTenantFeed } from '@service-relay/tenant-events';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ChannelRulesCache } from './channel-rules-cache';

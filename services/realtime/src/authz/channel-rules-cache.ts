@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
-import { DEFAULT_CHANNEL_RULES, parseChannelRules, RelayError, type ChannelRules, type Logger } from '@service-relay/core';
+import { RelayError, type Logger } from '@service-relay/core';
+import { DEFAULT_CHANNEL_RULES, parseChannelRules, type ChannelRules } from '@service-relay/channels';
 import type { TenantEvent, TenantFeedView } from '@service-relay/tenant-events';
 import type { ChannelRulesSource, FetchedChannelRules } from './channel-rules-source';
 

@@ -1,4 +1,4 @@
-import type { ChannelRules } from '@service-relay/core';
+import type { ChannelRules } from '@service-relay/channels';
 
 /** A tenant's channel rules as the registry answered them. */
 export interface FetchedChannelRules {

@@ -1,4 +1,5 @@
-import { parseChannelRules, RelayError } from '@service-relay/core';
+import { RelayError } from '@service-relay/core';
+import { parseChannelRules } from '@service-relay/channels';
 import { callUnary, internalClient, internalMetadata, REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE, type ChannelRulesRequest, type ChannelRulesResponse, type UnaryMethod } from '@service-relay/grpc';
 import type * as grpc from '@grpc/grpc-js';
 import type { ChannelRulesSource, FetchedChannelRules } from '../authz/channel-rules-source';

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CHANNEL_NAME, capabilityFromJson, codeOf, DATA_LIMIT_HEADERS, isCanonicalUuid, isUuid, MAX_DATA_BYTES, presenceEnabled, safeEqual, sendError, sendJson, type ChannelCapability, type ErrorCode, type Logger } from '@service-relay/core';
-import { INVALID_TOKEN_HEADERS, readBodyOrRefuse } from '@service-relay/edge';
+import { codeOf, isCanonicalUuid, isUuid, type ErrorCode, type Logger } from '@service-relay/core';
+import { capabilityFromJson, decodeChannel, presenceEnabled, type ChannelCapability } from '@service-relay/channels';
+import { DATA_LIMIT_HEADERS, internalCaller, INVALID_TOKEN_HEADERS, MAX_PUBLISH_BODY_BYTES, readBodyOrRefuse, sendError, sendJson } from '@service-relay/edge';
 import { channelAccess } from '../authz/channel-access';
 import { DEFAULT_RULES_LOOKUP, type ChannelRulesLookup } from '../authz/channel-rules-cache';
 import { isMessageId } from '../messaging/message-id';
@@ -12,8 +13,6 @@ import type { RealtimeMetrics } from '../metrics';
 import type { Presence } from '../presence/presence';
 import { requestLog } from './request-log';
 
-// A body may be bigger than its data (envelope, whitespace), but not without bound.
-const MAX_BODY_BYTES = 4 * MAX_DATA_BYTES;
 const MESSAGES_PATH = /^\/api\/v1\/channels\/([^/]+)\/messages$/;
 const PRESENCE_PATH = /^\/api\/v1\/channels\/([^/]+)\/presence$/;
 
@@ -46,8 +45,9 @@ interface Caller {
  * x-relay-* headers; anything else is the contract's 401.
  */
 export function createRestHandler(opts: RestOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const fromGateway = internalCaller(opts.internalToken);
   return (req, res) => {
-    handle(opts, req, res).catch((err: unknown) => {
+    handle(opts, fromGateway, req, res).catch((err: unknown) => {
       const code = codeOf(err);
       if (code === 'internal' || code === 'unavailable') {
         requestLog(opts.logger, req).error({ err }, 'request failed');
@@ -61,12 +61,12 @@ export function createRestHandler(opts: RestOptions): (req: IncomingMessage, res
 const ALLOW_READ = { allow: 'GET, HEAD' };
 const ALLOW_MESSAGES = { allow: 'GET, HEAD, POST' };
 
-async function handle(opts: RestOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(opts: RestOptions, fromGateway: (req: IncomingMessage) => boolean, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
   if (!path.startsWith('/api/v1/')) return fail(res, 'not_found');
-  const caller = callerOf(req, opts.internalToken);
+  const caller = fromGateway(req) ? callerOf(req) : undefined;
   if (!caller) return fail(res, 'invalid_or_missing_token');
   if (path === '/api/v1/me') {
     if (req.method !== 'GET' && req.method !== 'HEAD') return fail(res, 'method_not_allowed', ALLOW_READ);
@@ -105,10 +105,9 @@ async function listPresence(opts: RestOptions, req: IncomingMessage, res: Server
   sendJson(res, 200, JSON.stringify({ channel, members }));
 }
 
-function callerOf(req: IncomingMessage, internalToken: string): Caller | undefined {
+/** The identity the gateway vouches for in x-relay-* headers (only read once the request proved it came from the gateway). */
+function callerOf(req: IncomingMessage): Caller | undefined {
   const h = req.headers;
-  const presented = h['x-internal-token'];
-  if (typeof presented !== 'string' || !safeEqual(presented, internalToken)) return undefined;
   const tenantId = h['x-relay-tenant-id'];
   const userId = h['x-relay-user-id'];
   const expiresAt = h['x-relay-expires-at'];
@@ -125,7 +124,7 @@ function callerOf(req: IncomingMessage, internalToken: string): Caller | undefin
 
 async function publish(opts: RestOptions, req: IncomingMessage, res: ServerResponse, ref: ChannelRef, caller: Caller): Promise<void> {
   // Past the limit the rest is read and dropped (bounded), so the client reads the 413.
-  const raw = await readBodyOrRefuse(req, res, MAX_BODY_BYTES, { refusalHeaders: DATA_LIMIT_HEADERS });
+  const raw = await readBodyOrRefuse(req, res, MAX_PUBLISH_BODY_BYTES, { refusalHeaders: DATA_LIMIT_HEADERS });
   if (raw === undefined) return;
   let body: unknown;
   try {
@@ -162,16 +161,6 @@ function historyJson(page: HistoryPage): string {
   const r = page.recovery;
   const recovery = r === undefined ? '' : r.recovered ? ',"recovered":true' : `,"recovered":false,"reason":"${r.reason}"`;
   return `{"messages":[${page.messages.map(messageJson).join(',')}],"epoch":${JSON.stringify(page.epoch)}${recovery}}`;
-}
-
-function decodeChannel(segment: string): string | undefined {
-  let channel: string;
-  try {
-    channel = decodeURIComponent(segment);
-  } catch {
-    return undefined;
-  }
-  return CHANNEL_NAME.test(channel) ? channel : undefined;
 }
 
 function fail(res: ServerResponse, code: ErrorCode, headers: Record<string, string> = {}): void {

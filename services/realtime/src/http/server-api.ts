@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CHANNEL_NAME, codeOf, errorBody, isCanonicalUuid, MAX_DATA_BYTES, safeEqual, sendError, sendJson, type ErrorCode, type Logger } from '@service-relay/core';
-import { readBodyOrRefuse } from '@service-relay/edge';
+import { codeOf, errorBody, isCanonicalUuid, type ErrorCode, type Logger } from '@service-relay/core';
+import { CHANNEL_NAME, decodeChannel } from '@service-relay/channels';
+import { internalCaller, MAX_PUBLISH_BODY_BYTES, readBodyOrRefuse, sendError, sendJson } from '@service-relay/edge';
 import { messageJson, SERVER_USER_ID, type ChannelRef, type Message } from '../messaging/message';
 import type { MessageBus } from '../messaging/message-bus';
 import { applyPublishRule } from '../messaging/publish-rule';
@@ -13,7 +14,6 @@ const MESSAGES_PATH = '/internal/server/messages';
 const PRESENCE_PATH = /^\/internal\/server\/channels\/([^/]+)\/presence$/;
 /** The same bound the registry applies (host-requests.ts). */
 const MAX_CHANNELS = 100;
-const MAX_BODY_BYTES = 4 * MAX_DATA_BYTES;
 
 /** One member of a channel's presence, as the host API answers it. */
 export interface PresenceMember {
@@ -42,8 +42,9 @@ export interface ServerApiOptions {
  * `from: "server"`) and no channel rule applies to it: it is the tenant.
  */
 export function createServerApiHandler(opts: ServerApiOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const fromPeer = internalCaller(opts.internalToken);
   return (req, res) => {
-    handle(opts, req, res).catch((err: unknown) => {
+    handle(opts, fromPeer, req, res).catch((err: unknown) => {
       const code = codeOf(err);
       if (code === 'internal' || code === 'unavailable') requestLog(opts.logger, req).error({ err }, 'server request failed');
       sendError(res, code);
@@ -51,8 +52,8 @@ export function createServerApiHandler(opts: ServerApiOptions): (req: IncomingMe
   };
 }
 
-async function handle(opts: ServerApiOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const tenantId = serverCaller(req, opts.internalToken);
+async function handle(opts: ServerApiOptions, fromPeer: (req: IncomingMessage) => boolean, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const tenantId = fromPeer(req) ? serverCaller(req) : undefined;
   if (tenantId === undefined) return sendError(res, 'invalid_internal_token');
   const path = (req.url ?? '/').split('?', 1)[0]!;
   if (path === MESSAGES_PATH) {
@@ -69,11 +70,9 @@ async function handle(opts: ServerApiOptions, req: IncomingMessage, res: ServerR
   sendJson(res, 200, { channel, members });
 }
 
-/** The tenant of a request that carries the internal token and the server marker; undefined for anything else. */
-function serverCaller(req: IncomingMessage, internalToken: string): string | undefined {
+/** The tenant of a request (that carries the internal token) with the server marker; undefined for anything else. */
+function serverCaller(req: IncomingMessage): string | undefined {
   const h = req.headers;
-  const presented = h['x-internal-token'];
-  if (typeof presented !== 'string' || !safeEqual(presented, internalToken)) return undefined;
   if (h['x-relay-server'] !== '1') return undefined;
   const tenantId = h['x-relay-tenant-id'];
   return isCanonicalUuid(tenantId) ? tenantId : undefined;
@@ -83,7 +82,7 @@ function serverCaller(req: IncomingMessage, internalToken: string): string | und
 const MALFORMED_PUBLISH = 'data must be JSON nested at most 64 arrays/objects deep, and idempotency_key a string matching ^[A-Za-z0-9_.:-]{1,128}$';
 
 async function publish(opts: ServerApiOptions, req: IncomingMessage, res: ServerResponse, tenantId: string): Promise<void> {
-  const raw = await readBodyOrRefuse(req, res, MAX_BODY_BYTES);
+  const raw = await readBodyOrRefuse(req, res, MAX_PUBLISH_BODY_BYTES);
   if (raw === undefined) return;
   let body: unknown;
   try {
@@ -115,14 +114,4 @@ async function publish(opts: ServerApiOptions, req: IncomingMessage, res: Server
 
 function fail(res: ServerResponse, code: ErrorCode): void {
   sendError(res, code);
-}
-
-function decodeChannel(segment: string): string | undefined {
-  let channel: string;
-  try {
-    channel = decodeURIComponent(segment);
-  } catch {
-    return undefined;
-  }
-  return CHANNEL_NAME.test(channel) ? channel : undefined;
 }

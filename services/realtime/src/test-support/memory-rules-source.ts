@@ -1,4 +1,4 @@
-import { DEFAULT_CHANNEL_RULES, parseChannelRules, type ChannelRules } from '@service-relay/core';
+import { DEFAULT_CHANNEL_RULES, parseChannelRules, type ChannelRules } from '@service-relay/channels';
 import type { ChannelRulesSource, FetchedChannelRules } from '../authz/channel-rules-source';
 
 /**

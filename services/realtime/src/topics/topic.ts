@@ -1,4 +1,5 @@
-import { CHANNEL_NAME, isCanonicalUuid } from '@service-relay/core';
+import { isCanonicalUuid } from '@service-relay/core';
+import { CHANNEL_NAME } from '@service-relay/channels';
 import type { ChannelRef } from '../messaging/message';
 
 export type TopicCheck = { ok: true; ref: ChannelRef } | { ok: false; code: 'invalid_topic' | 'forbidden_topic' };

@@ -1,4 +1,5 @@
-import { DEFAULT_CHANNEL_RULES, MAX_DATA_BYTES, RelayError, type ChannelAction, type ChannelRules } from '@service-relay/core';
+import { MAX_DATA_BYTES, RelayError } from '@service-relay/core';
+import { DEFAULT_CHANNEL_RULES, type ChannelAction, type ChannelRules } from '@service-relay/channels';
 import { channelAccess } from '../authz/channel-access';
 import { DEFAULT_RULES_LOOKUP } from '../authz/channel-rules-cache';
 import { TokenBucket } from '../limits/token-bucket';

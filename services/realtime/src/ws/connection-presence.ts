@@ -1,4 +1,4 @@
-import { presenceEnabled, type ChannelRules } from '@service-relay/core';
+import { presenceEnabled, type ChannelRules } from '@service-relay/channels';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import { channelAccess } from '../authz/channel-access';
 import type { ChannelRef } from '../messaging/message';

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { codeOf, rawErrorResponse, redactUrl, RelayError, type ErrorCode, type Logger } from '@service-relay/core';
-import { authorizationOf, bearerToken, WWW_AUTHENTICATE } from '@service-relay/edge';
+import { codeOf, redactUrl, RelayError, type ErrorCode, type Logger } from '@service-relay/core';
+import { authorizationOf, bearerToken, rawErrorResponse, WWW_AUTHENTICATE } from '@service-relay/edge';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
 import type { WebSocket, WebSocketServer } from 'ws';
 import type { Admission, TenantConnections, TenantSlot } from '../limits/tenant-connections';

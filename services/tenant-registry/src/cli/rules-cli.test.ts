@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { channelRulesJson, DEFAULT_CHANNEL_RULES } from '@service-relay/core';
+import { channelRulesJson, DEFAULT_CHANNEL_RULES } from '@service-relay/channels';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRegistry, type TestRegistry } from '../testing/test-registry';
 import { runAdminCli, type CliOutput } from './commands';

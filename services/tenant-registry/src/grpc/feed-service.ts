@@ -1,5 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
-import { channelRulesJson, isCanonicalUuid, type Logger } from '@service-relay/core';
+import { isCanonicalUuid, type Logger } from '@service-relay/core';
+import { channelRulesJson } from '@service-relay/channels';
 import {
   grpcError,
   hasInternalToken,

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { channelRulesJson, DEFAULT_CHANNEL_RULES } from '@service-relay/core';
+import { channelRulesJson, DEFAULT_CHANNEL_RULES } from '@service-relay/channels';
 import { internalClient, internalMetadata, REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE, type ChannelRulesRequest, type ChannelRulesResponse, type UnaryMethod } from '@service-relay/grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRegistry, type TestRegistry } from '../testing/test-registry';

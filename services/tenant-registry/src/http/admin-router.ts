@@ -1,6 +1,7 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import { channelRulesJson, errorBody, httpStatusFor, isCanonicalUuid, MAX_TOKEN_BYTES, parseChannelRules, RelayError, sendJson, type ErrorCode, type Logger } from '@service-relay/core';
-import { authorizationOf, bearerToken, readBodyLimited, WWW_AUTHENTICATE } from '@service-relay/edge';
+import { errorBody, httpStatusFor, isCanonicalUuid, RelayError, type ErrorCode, type Logger } from '@service-relay/core';
+import { channelRulesJson, parseChannelRules } from '@service-relay/channels';
+import { authorizationOf, bearerToken, MAX_ADMIN_BODY_BYTES, MAX_EXPLAIN_BODY_BYTES, MAX_META_BODY_BYTES, MAX_RULES_BODY_BYTES, readBodyLimited, sendJson, WWW_AUTHENTICATE } from '@service-relay/edge';
 import { UNAUTHENTICATED, type AdminTokens } from '../audit/admin-tokens';
 import type { AuditLog } from '../audit/audit-log';
 import type { RegistryMetrics } from '../metrics';
@@ -18,13 +19,6 @@ import { requestLog } from './request-log';
 import { errorCodeFor, NO_STORE } from './send';
 import type { TokenExplainer } from '../verifier/token-explainer';
 
-/** Admin calls take no body; a small limit keeps junk cheap to refuse. */
-const MAX_ADMIN_BODY_BYTES = 1024;
-/** A tenant's name and labels: 64 labels of 63-character keys and values, and the name, fit well within. */
-const MAX_META_BODY_BYTES = 16 * 1024;
-/** The one admin body: a channel rules document (MAX_CHANNEL_RULES rules of the longest pattern and every action fit well within). */
-const MAX_RULES_BODY_BYTES = 128 * 1024;
-
 /** Reads the body into `req.body` (a Buffer); past the limit `payload_too_large`, a client gone mid-body `invalid_body`. */
 function rawBodyUpTo(limit: number) {
   return (req: Request, _res: Response, next: NextFunction): void => {
@@ -39,8 +33,6 @@ function rawBodyUpTo(limit: number) {
   };
 }
 const rawBody = rawBodyUpTo(MAX_ADMIN_BODY_BYTES);
-/** explain_token's body: `{"token": ...}` with a token up to twice the verifier's limit (a too_large one is explained too). */
-const MAX_EXPLAIN_BODY_BYTES = 2 * MAX_TOKEN_BYTES + 1024;
 
 export interface AdminRouterDeps {
   admin: TenantAdmin;
@@ -196,14 +188,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
           if (!outcome) throw new RelayError('tenant_not_found');
           const view = { tenant_id: tenantId, user_id: outcome.userId, ...(outcome.before !== undefined && { issued_before: outcome.before }) };
           if (outcome.propagation.confirmed) return answer(req, res, 200, view);
-          return answer(
-            req,
-            res,
-            httpStatusFor('change_not_propagated'),
-            { errors: ['change_not_propagated'], user: view, pending_consumers: pendingView(outcome.propagation) },
-            { 'retry-after': '1' },
-            'change_not_propagated',
-          );
+          return notPropagated(answer, req, res, { user: view, pending_consumers: pendingView(outcome.propagation) });
         })
         .all(methodNotAllowed('POST'));
     }
@@ -315,14 +300,12 @@ function channelRulesView(r: TenantChannelRules): Record<string, unknown> {
 function answerRulesChange(answer: Answer, req: Request, res: Response, rules: TenantChannelRules, p: PropagationResult): Promise<void> {
   const view = channelRulesView(rules);
   if (p.confirmed) return answer(req, res, 200, view);
-  return answer(
-    req,
-    res,
-    httpStatusFor('change_not_propagated'),
-    { errors: ['change_not_propagated'], channel_rules: view, pending_consumers: pendingView(p) },
-    { 'retry-after': '1' },
-    'change_not_propagated',
-  );
+  return notPropagated(answer, req, res, { channel_rules: view, pending_consumers: pendingView(p) });
+}
+
+/** 503 change_not_propagated, with what was committed (`extra`) beside the code: the change is not confirmed in force everywhere. */
+function notPropagated(answer: Answer, req: Request, res: Response, extra: Record<string, unknown>): Promise<void> {
+  return answer(req, res, httpStatusFor('change_not_propagated'), errorBody('change_not_propagated', extra), { 'retry-after': '1' }, 'change_not_propagated');
 }
 
 function pendingView(p: PropagationResult): Array<Record<string, unknown>> {
@@ -339,14 +322,7 @@ function answerChange(answer: Answer, req: Request, res: Response, status: numbe
   if (change.hostSyncSecret !== undefined) view.host_sync_client_secret = change.hostSyncSecret;
   const p = change.propagation;
   if (p && !p.confirmed) {
-    return answer(
-      req,
-      res,
-      httpStatusFor('change_not_propagated'),
-      { errors: ['change_not_propagated'], tenant: view, pending_consumers: pendingView(p) },
-      { 'retry-after': '1' },
-      'change_not_propagated',
-    );
+    return notPropagated(answer, req, res, { tenant: view, pending_consumers: pendingView(p) });
   }
   return answer(req, res, status, view);
 }

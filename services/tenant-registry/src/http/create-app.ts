@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { redactUrl, sendError, type Logger } from '@service-relay/core';
-import { requestIdOf } from '@service-relay/edge';
+import { redactUrl, type Logger } from '@service-relay/core';
+import { requestIdOf, sendError } from '@service-relay/edge';
 import type { AdminTokens } from '../audit/admin-tokens';
 import type { AuditLog } from '../audit/audit-log';
 import type { RegistryMetrics } from '../metrics';

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
-import { errorBody, httpStatusFor, MAX_DATA_BYTES, sendError, sendJson, systemClock, type Clock, type ErrorCode, type Logger } from '@service-relay/core';
-import { readBodyOrRefuse, requestIdOf } from '@service-relay/edge';
+import { errorBody, httpStatusFor, systemClock, type Clock, type ErrorCode, type Logger } from '@service-relay/core';
+import { MAX_HOST_ACTION_BODY_BYTES, MAX_PUBLISH_BODY_BYTES, readBodyOrRefuse, requestIdOf, sendError, sendJson } from '@service-relay/edge';
 import type { RegistryMetrics } from '../metrics';
 import type { RealtimeClient } from '../realtime/realtime-client';
 import type { HostSyncCheck } from '../tenants/host-sync-check';
@@ -9,11 +9,6 @@ import type { UserActionOutcome, UserActions } from '../tenants/user-actions';
 import { hostCredentialGate, type HostFetchLimit } from './host-sync-fetch';
 import { requestLog } from './request-log';
 import { NO_STORE } from './send';
-
-/** `data` up to 64 KiB plus 100 channel names and the envelope. */
-const MAX_PUBLISH_BODY_BYTES = 4 * MAX_DATA_BYTES;
-/** revoke_tokens and disconnect take at most `{"issued_before":…}`. */
-const MAX_SMALL_BODY_BYTES = 1024;
 
 /**
  * The host path, matched on the raw path (never decoded: the tenant segment
@@ -104,7 +99,7 @@ async function presence(deps: HostApiDeps, res: Response, tenantId: string, segm
 async function userAction(deps: HostApiDeps, req: Request, res: Response, tenantId: string, route: Route & { user: string }, clock: Clock): Promise<void> {
   const user = parseUserId(route.user);
   if (isProblem(user)) return refuse(res, user);
-  const body = await readJson(req, res, MAX_SMALL_BODY_BYTES);
+  const body = await readJson(req, res, MAX_HOST_ACTION_BODY_BYTES);
   if (body === NOT_READ) return;
   let outcome: UserActionOutcome | undefined;
   if (route.name === 'revoke_tokens') {
@@ -119,7 +114,7 @@ async function userAction(deps: HostApiDeps, req: Request, res: Response, tenant
   if (!outcome) return sendError(res, 'invalid_host_sync_credentials', NO_STORE);
   const view = { user_id: outcome.userId, ...(outcome.before !== undefined && { issued_before: outcome.before }) };
   if (!outcome.propagation.confirmed) {
-    return sendJson(res, httpStatusFor('change_not_propagated'), { errors: ['change_not_propagated'], ...view }, { ...NO_STORE, 'retry-after': '1' });
+    return sendJson(res, httpStatusFor('change_not_propagated'), errorBody('change_not_propagated', view), { ...NO_STORE, 'retry-after': '1' });
   }
   sendJson(res, 200, view, NO_STORE);
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import express from 'express';
 import { createLogger, listen, ManualClock, MemoryRateLimiter } from '@service-relay/core';
+import { internalCaller } from '@service-relay/edge';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRegistryMetrics } from '../metrics';
 import type { HostSyncCheck } from '../tenants/host-sync-check';
@@ -23,7 +24,7 @@ describe('the host-sync credential gate', () => {
     app.use(
       hostSyncFetch(check, createRegistryMetrics(), createLogger({ service: 't', level: 'silent' }), {
         limiter: new MemoryRateLimiter({ limit: 100, windowMs: 60_000, clock }),
-        internalToken: 'internal',
+        fromGateway: internalCaller('internal'),
         addresses: new AddressFailureLimit(new MemoryRateLimiter({ limit: 3, windowMs: 60_000, clock }), clock),
       }),
     );

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
-import { errorBody, safeEqual, sendError, type Logger, type RateLimiter } from '@service-relay/core';
-import { authorizationOf, parseBasicAuthorization, WWW_AUTHENTICATE } from '@service-relay/edge';
+import { errorBody, type Logger, type RateLimiter } from '@service-relay/core';
+import { authorizationOf, parseBasicAuthorization, sendError, WWW_AUTHENTICATE } from '@service-relay/edge';
 import type { FetchResult, RegistryMetrics } from '../metrics';
 import type { BasicCredentials, HostSyncCheck } from '../tenants/host-sync-check';
 import type { AddressFailureLimit } from './address-failure-limit';
@@ -23,8 +24,8 @@ const FAILURE_HEADERS = {
 /** Failed fetches are counted per client address and tenant id (HOST_FETCH_RATE_LIMIT per minute). */
 export interface HostFetchLimit {
   limiter: RateLimiter;
-  /** The gateway proves with it that its x-relay-client-address is the real client's. */
-  internalToken: string;
+  /** The gateway's requests (internalCaller: they carry the internal token); only theirs may name the client address in x-relay-client-address. */
+  fromGateway: (req: IncomingMessage) => boolean;
   /** Failures per client address across tenants (HOST_FETCH_ADDRESS_RATE_LIMIT); over it, 429 before the database. */
   addresses?: AddressFailureLimit;
 }
@@ -88,7 +89,7 @@ export async function hostCredentialGate<T>(
   opts: GateOptions,
 ): Promise<T | undefined> {
   const started = performance.now();
-  const address = opts.limit && clientAddress(req, opts.limit.internalToken);
+  const address = opts.limit && clientAddress(req, opts.limit.fromGateway);
   // An address over its failure limit is refused before anything is read: the same answer whatever it asks.
   const blockedS = address === undefined ? 0 : (opts.limit?.addresses?.retryAfterS(address) ?? 0);
   if (blockedS > 0) {
@@ -133,10 +134,9 @@ function sendRateLimited(res: Response, retryAfterS: number): void {
 }
 
 /** The gateway's word for the client address when it proves itself, else the socket peer (a direct caller). */
-function clientAddress(req: Request, internalToken: string): string {
+function clientAddress(req: Request, fromGateway: (req: IncomingMessage) => boolean): string {
   const claimed = req.headers['x-relay-client-address'];
-  const token = req.headers['x-internal-token'];
-  if (typeof claimed === 'string' && claimed.length <= MAX_ADDRESS_LENGTH && typeof token === 'string' && safeEqual(token, internalToken)) return claimed;
+  if (typeof claimed === 'string' && claimed.length <= MAX_ADDRESS_LENGTH && fromGateway(req)) return claimed;
   return req.socket.remoteAddress ?? 'unknown';
 }
 

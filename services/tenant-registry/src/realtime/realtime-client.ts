@@ -1,4 +1,5 @@
 import { RelayError } from '@service-relay/core';
+import { INTERNAL_TOKEN_HEADER } from '@service-relay/edge';
 
 /** realtime's answer, passed on to the host as it is (status and JSON body). */
 export interface RealtimeAnswer {
@@ -61,7 +62,7 @@ export class RealtimeClient {
       const res = await fetch(`${baseUrl}${path}`, {
         method,
         headers: {
-          'x-internal-token': this.opts.internalToken,
+          [INTERNAL_TOKEN_HEADER]: this.opts.internalToken,
           'x-relay-tenant-id': tenantId,
           'x-relay-server': '1',
           'x-request-id': requestId,

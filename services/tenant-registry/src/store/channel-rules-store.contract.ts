@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { channelRulesJson, DEFAULT_CHANNEL_RULES, parseChannelRules, type ChannelRules } from '@service-relay/core';
+import { channelRulesJson, DEFAULT_CHANNEL_RULES, parseChannelRules, type ChannelRules } from '@service-relay/channels';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TenantCrypto } from '../crypto/tenant-crypto';
 import type { Db } from '../db/db';

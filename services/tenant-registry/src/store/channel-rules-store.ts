@@ -1,4 +1,5 @@
-import { channelRulesJson, DEFAULT_CHANNEL_RULES, isCanonicalUuid, parseChannelRules, systemClock, type ChannelRules, type Clock } from '@service-relay/core';
+import { isCanonicalUuid, systemClock, type Clock } from '@service-relay/core';
+import { channelRulesJson, DEFAULT_CHANNEL_RULES, parseChannelRules, type ChannelRules } from '@service-relay/channels';
 import type { Db, Queryable } from '../db/db';
 import type { CommittedChangeEvent } from '../tenants/tenant';
 import type { FeedStore } from './feed-store';

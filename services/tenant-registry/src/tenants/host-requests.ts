@@ -1,4 +1,5 @@
-import { CHANNEL_NAME, isUuid, type ErrorCode } from '@service-relay/core';
+import { isUuid, type ErrorCode } from '@service-relay/core';
+import { CHANNEL_NAME, decodeChannel } from '@service-relay/channels';
 
 /** One server publish reaches at most this many channels. */
 export const MAX_PUBLISH_CHANNELS = 100;
@@ -80,11 +81,5 @@ export function parseUserId(segment: string): string | HostProblem {
 
 /** A channel in a path, percent-decoded. */
 export function parseChannel(segment: string): string | HostProblem {
-  let decoded: string;
-  try {
-    decoded = decodeURIComponent(segment);
-  } catch {
-    decoded = '';
-  }
-  return CHANNEL_NAME.test(decoded) ? decoded : problem('invalid_channel', 'the channel must be 1 to 128 characters of A-Z a-z 0-9 _ . : -');
+  return decodeChannel(segment) ?? problem('invalid_channel', 'the channel must be 1 to 128 characters of A-Z a-z 0-9 _ . : -');
 }

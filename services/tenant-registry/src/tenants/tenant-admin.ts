@@ -1,4 +1,5 @@
-import type { ChannelRules, Logger } from '@service-relay/core';
+import type { Logger } from '@service-relay/core';
+import type { ChannelRules } from '@service-relay/channels';
 import type { TenantChannelRules } from '../store/channel-rules-store';
 import type { TenantStore } from '../store/tenant-store';
 import type { Propagation, PropagationResult } from './propagation';

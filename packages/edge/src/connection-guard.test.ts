@@ -1,9 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
+import { closeServer, EnvReader, listen } from '@service-relay/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { EnvReader } from './config';
 import { guardConnections, readConnectionLimits, type ConnectionGuard } from './connection-guard';
-import { closeServer, listen } from './lifecycle';
 
 const open = (port: number): Promise<Socket> =>
   new Promise((resolve, reject) => {

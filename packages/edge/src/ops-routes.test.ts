@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
+import { closeServer, createMetricsRegistry, listen } from '@service-relay/core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { closeServer, listen } from './lifecycle';
-import { createMetricsRegistry, handleOps, runReadiness } from './ops';
+import { handleOps, runReadiness } from './ops-routes';
 
 describe('readiness', () => {
   it('turns exactly the hanging check false within its own timeout, and still reports the others', async () => {

@@ -42,7 +42,7 @@ const handedOut = new Set<number>();
  * same port either. Outside vitest the whole range is used.
  */
 function range(): [number, number] {
-  // eslint-disable-next-line no-restricted-properties -- vitest's worker number, not configuration
+  // vitest's worker number, not configuration
   const poolId = Number(process.env.VITEST_POOL_ID);
   if (!Number.isInteger(poolId) || poolId < 1) return [PORT_FLOOR, PORT_CEILING];
   const slices = 8;

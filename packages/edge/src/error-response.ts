@@ -1,6 +1,6 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
-import { errorBody, httpStatusFor, type ErrorCode } from './errors';
-import { sendJson } from './ops';
+import { errorBody, httpStatusFor, type ErrorCode } from '@service-relay/core';
+import { sendJson } from './json-response';
 
 export interface SendErrorOptions {
   /**

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { collectDefaultMetrics, Registry } from 'prom-client';
-import { errorBody, httpStatusFor } from './errors';
+import type { Registry } from 'prom-client';
+import { errorBody, httpStatusFor, withTimeout } from '@service-relay/core';
+import { sendJson } from './json-response';
 
 /** One dependency's check: true when reachable. */
 export type ReadinessProbe = () => Promise<boolean> | boolean;
@@ -28,14 +29,6 @@ export async function runReadiness(checks: ReadinessCheck, timeoutMs = READINESS
   const out: Record<string, boolean> = {};
   names.forEach((name, i) => (out[name] = results[i]!));
   return out;
-}
-
-/** One prom-client registry per service, so services in one process do not collide. */
-export function createMetricsRegistry(service: string): Registry {
-  const registry = new Registry();
-  registry.setDefaultLabels({ service });
-  collectDefaultMetrics({ register: registry });
-  return registry;
 }
 
 export interface OpsOptions {
@@ -72,26 +65,4 @@ export function handleOps(req: IncomingMessage, res: ServerResponse, opts: OpsOp
     return true;
   }
   return false;
-}
-
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = typeof body === 'string' ? body : JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
-  res.end(text);
-}
-
-export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-    p.then(
-      (v) => {
-        clearTimeout(t);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(t);
-        reject(e);
-      },
-    );
-  });
 }

@@ -1,9 +1,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Logger } from 'pino';
-import { ConfigError, type EnvReader } from './config';
-import { errorBody, httpStatusFor, type ErrorCode } from './errors';
-import { LIMIT_HEADER } from './limits';
+import { ConfigError, errorBody, httpStatusFor, type EnvReader, type ErrorCode, type Logger } from '@service-relay/core';
+import { LIMIT_HEADER } from './body-limits';
 
 export interface ConnectionLimits {
   /** A connection that has not completed its first request head within this is closed. */

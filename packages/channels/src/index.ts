@@ -1,0 +1,3 @@
+export * from './channel-name';
+export * from './channel-capability';
+export * from './channel-rules';
