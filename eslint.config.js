@@ -1,6 +1,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import noForeignRelativeImport from './scripts/eslint/no-foreign-relative-import.js';
+import packageLayers from './scripts/eslint/package-layers.js';
 
 // Import boundaries (docs/ARCHITECTURE.md "Map of the code"); scripts/eslint/boundaries.test.ts
 // shows each one failing on a deliberate violation. Later entries replace the
@@ -28,6 +29,33 @@ const TRANSPORT_FOLDERS = [{ regex: '^(\\.\\./)+(grpc|http|ws)(/|$)', message: '
 // Packages are below services: none imports a service, by name or by path.
 const SERVICE_PATHS = [{ regex: '(^|/)services/', message: 'a package never imports a service; move the shared code into packages/' }];
 
+// The layers of packages/ (relay/package-layers; each applies on its own, so they
+// are not subject to the replacing above). Test code is tests, contract suites
+// and their cases, and the test-support/, testing/ and test/ folders.
+const TEST_CODE = '(\\.test\\.ts|\\.contract\\.ts|-contract(-[a-z-]+)?\\.ts|\\.cases\\.ts)$|/(test-support|testing|test)/';
+const LAYERS = [
+  {
+    files: '^packages/core/',
+    forbid: '^(@service-relay/|express$|ws$)',
+    message:
+      'core keeps configuration, logging, errors, lifecycle and tracing and imports no workspace package: the HTTP edge is @service-relay/edge, channel rules @service-relay/channels, test helpers @service-relay/testkit',
+  },
+  {
+    files: '^packages/channels/',
+    forbid: '^(@service-relay/(?!core$)|@grpc/|express$|ws$|(node:)?(http|https|http2)$|undici$)',
+    message: 'channel rules and capabilities are domain: they import core only, and no transport',
+  },
+  {
+    files: '^(packages|services)/[^/]+/src/',
+    except: `^packages/testkit/|${TEST_CODE}`,
+    forbid: '^@service-relay/testkit$',
+    message: 'test helpers are for test code only (*.test.ts, contract suites, test-support/, testing/); a helper that production code needs belongs in its own package',
+  },
+];
+
+// Our own rules (scripts/eslint/).
+const relay = { rules: { 'no-foreign-relative-import': noForeignRelativeImport, 'package-layers': packageLayers } };
+
 const SERVICE_FILES = ['services/**/*.ts'];
 const VERIFIER_CALLERS = ['services/edge-gateway/**/*.ts', 'services/realtime/**/*.ts'];
 const SERVICE_TESTS = ['services/**/*.test.ts', 'services/*/src/test-support/**', 'services/*/src/testing/**', 'services/*/test/**'];
@@ -47,6 +75,11 @@ export default tseslint.config(
     },
   },
   {
+    files: ['packages/*/src/**/*.ts', 'services/*/src/**/*.ts', 'services/*/test/**/*.ts'],
+    plugins: { relay },
+    rules: { 'relay/package-layers': ['error', LAYERS] },
+  },
+  {
     // Only config.ts files read the environment.
     files: ['services/*/src/**/*.ts', 'packages/*/src/**/*.ts'],
     ignores: ['**/config.ts', '**/*.test.ts', 'packages/testkit/**'],
@@ -56,7 +89,7 @@ export default tseslint.config(
   },
   {
     files: SERVICE_FILES,
-    plugins: { relay: { rules: { 'no-foreign-relative-import': noForeignRelativeImport } } },
+    plugins: { relay },
     rules: {
       'relay/no-foreign-relative-import': 'error',
       'no-restricted-imports': ['error', { paths: [...OTHER_SERVICES, ...VERIFIER_CLIENT] }],

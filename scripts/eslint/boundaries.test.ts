@@ -71,4 +71,48 @@ describe('lint: import boundaries', () => {
   ])('a package never imports a service: %s with %s', async (file, line) => {
     expect((await problems(file, use(line))).join('\n')).toMatch(/no-restricted-imports: .*(service)/);
   });
+
+  it.each([
+    ['packages/core/src/x.ts', "import { x } from '@service-relay/edge';"],
+    ['packages/core/src/x.ts', "import { x } from '@service-relay/channels';"],
+    ['packages/core/src/x.ts', "export { x } from '../../channels/src/channel-rules';"],
+    ['packages/core/src/x.ts', "import { x } from '@service-relay/testkit';"],
+    ['packages/core/src/x.test.ts', "import { x } from '@service-relay/testkit';"],
+    ['packages/core/src/x.ts', "import x from 'express';"],
+  ])('core imports no workspace package and no HTTP framework: %s with %s', async (file, line) => {
+    expect((await problems(file, use(line))).join('\n')).toMatch(/relay\/package-layers: .*core keeps configuration/);
+  });
+
+  it.each([
+    ['packages/channels/src/x.ts', "import { x } from '@service-relay/edge';"],
+    ['packages/channels/src/x.ts', "import { x } from '@service-relay/grpc';"],
+    ['packages/channels/src/x.ts', "import { x } from 'node:http';"],
+    ['packages/channels/src/x.ts', "import { x } from '../../edge/src/error-response';"],
+  ])('channel rules import core only, and no transport: %s with %s', async (file, line) => {
+    expect((await problems(file, use(line))).join('\n')).toMatch(/relay\/package-layers: .*channel rules and capabilities are domain/);
+  });
+
+  it('core may import its own modules, and channels core', async () => {
+    expect(await problems('packages/core/src/x.ts', use("import { x } from './errors';"))).toEqual([]);
+    expect(await problems('packages/channels/src/x.ts', use("import { x } from '@service-relay/core';\nimport { y } from './channel-name';\nexport const z = y;"))).toEqual([]);
+  });
+
+  it.each([
+    ['services/realtime/src/http/x.ts'],
+    ['services/tenant-registry/src/server.ts'],
+    ['packages/edge/src/x.ts'],
+    ['packages/core/src/x.ts'],
+  ])('test helpers stay out of production code: %s', async (file) => {
+    expect((await problems(file, use("import { x } from '@service-relay/testkit';"))).join('\n')).toMatch(/relay\/package-layers: .*test helpers are for test code only/);
+  });
+
+  it.each([
+    ['services/realtime/src/http/x.test.ts'],
+    ['services/realtime/src/test-support/x.ts'],
+    ['services/edge-gateway/src/testing/x.ts'],
+    ['services/realtime/src/presence/x.contract.ts'],
+    ['packages/edge/src/x.test.ts'],
+  ])('test code may use the test helpers: %s', async (file) => {
+    expect(await problems(file, use("import { x } from '@service-relay/testkit';"))).toEqual([]);
+  });
 });
