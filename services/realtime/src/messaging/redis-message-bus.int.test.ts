@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { createLogger, freeLoopbackPort } from '@service-relay/core';
-import { deleteRedisPrefix, TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
+import { createLogger } from '@service-relay/core';
+import { deleteRedisPrefix, freeLoopbackPort, TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
 import { describeMessageBusContract } from './message-bus-contract';
 import { RedisMessageBus } from './redis-message-bus';
 
