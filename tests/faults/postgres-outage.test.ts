@@ -209,6 +209,13 @@ async function outage(kind: Kind, env: Env): Promise<void> {
       `[faults] postgres ${kind} ${OUTAGE_MS} ms: disable answered ${answer.status} ${answer.text.slice(0, 60)} in ${answer.ms} ms; in force ${inForceAt - committedAt} ms after its commit (PostgreSQL away ${downAt - committedAt} ms after it; slowest probe round ${slowestProbeMs} ms); ` +
         `bystander: ${probe.count(downAt, healAt)} actions during the outage, ${during.length} refused; ${after.length} refused after; ${admin.length} admin and host-sync calls during the outage: ${summarize(admin)}; admin back ${back - healAt} ms after the heal`,
     );
+    if (during.length > 0) {
+      // What the services said about it (warnings and errors), for whoever reads a failed run.
+      for (const name of ['registry', 'verifier1', 'verifier2', 'realtime1', 'gateway'] as const) {
+        const lines = stack.services[name].logs.split('\n').filter((l) => /"level":(4|5)0/.test(l));
+        console.log(`[faults] postgres ${kind}: ${name} warnings\n${lines.slice(-25).join('\n')}`);
+      }
+    }
     expect(during.map((o) => `${o.what}: ${o.detail} at +${o.at - downAt} ms`), 'refused while PostgreSQL was away').toEqual([]);
     expect(after.map((o) => `${o.what}: ${o.detail}`), 'refused after it was back').toEqual([]);
     expect(probe.count(downAt, healAt)).toBeGreaterThan(OUTAGE_MS / 100);

@@ -274,6 +274,20 @@ describe('CachingKeySource', () => {
     await bus.push({ tenant_id: tenant, kind: 'disabled', version: 2, revoked_key_versions: [] });
     await expect(source.get(tenant)).rejects.toMatchObject({ code: 'unavailable' });
   });
+
+  it('keeps the last keys for stale-if-error when the shared cache hands out an entry at the end of its TTL (seen: every check refused for the rest of a PostgreSQL outage)', async () => {
+    // The shared entry expires as it is read: Redis answered it with PTTL 0.
+    let sharedEntry: { data: TenantKeysData; ttlMs: number } | undefined = { data: tenantData(1), ttlMs: 0 };
+    const expiring: SharedKeyCache = { ...brokenShared, get: async () => sharedEntry, put: async () => {}, drop: async () => {} };
+    const source = await make({ shared: expiring });
+    await source.get(tenant);
+    expect(versionOf(await source.get(tenant))).toBe(1);
+    // PostgreSQL goes away; the shared entry is gone too.
+    sharedEntry = undefined;
+    fetcher.down = true;
+    clock.advance(TTL_MS + 1);
+    expect(versionOf(await source.get(tenant)), 'the last keys held, while the feed is current').toBe(1);
+  });
 });
 
 /** Yields to the event loop until `cond` holds (it depends only on in-process promises). */

@@ -244,7 +244,11 @@ export class CachingKeySource implements KeySource {
   }
 
   private remember(keys: TenantKeys, expiresAt: number): void {
-    if (keys.found) setUntil(this.local, keys.tenantId, keys, expiresAt);
+    // Never removed here, even when the shared entry it came from is at the end
+    // of its TTL (Redis answered PTTL 0): this is the copy lastKnown() serves
+    // while the registry cannot answer. (Removing it once refused every check
+    // of the tenant for the rest of a PostgreSQL outage.)
+    if (keys.found) setUntil(this.local, keys.tenantId, keys, Math.max(expiresAt, this.opts.clock.now() + 1));
     else setUntil(this.negative, keys.tenantId, keys, Math.min(expiresAt, this.opts.clock.now() + this.negativeTtlMs));
   }
 

@@ -13,7 +13,8 @@ describe('edge-gateway: per-address budget of refused credentials', () => {
   let h: GatewayHarness;
   // TRUST_PROXY: the tests play several client addresses through X-Forwarded-For's last hop.
   beforeAll(async () => {
-    h = await startGatewayHarness({ env: { REFUSED_AUTH_RATE_LIMIT: '3', REFUSED_AUTH_BURST: '3', TRUST_PROXY: 'true' } });
+    // The hold (its own describe below) off: these tests send one request after another on one connection.
+    h = await startGatewayHarness({ env: { REFUSED_AUTH_RATE_LIMIT: '3', REFUSED_AUTH_BURST: '3', REFUSED_AUTH_HOLD_MS: '0', TRUST_PROXY: 'true' } });
     h.registry.handler = (req, res) => {
       if (req.headers.authorization === basic('right')) {
         res.writeHead(200, { 'content-type': 'application/json' });
