@@ -64,7 +64,9 @@ export function hostApi(deps: HostApiDeps) {
     });
     if (!ok) return;
     // From here the tenant id is the authenticated tenant's canonical id.
-    const requestId = requestIdOf(req.headers['x-request-id']);
+    // The id the registry's middleware chose (and answers and logs with), so realtime logs the same one.
+    const answered = res.getHeader('x-request-id');
+    const requestId = typeof answered === 'string' ? answered : requestIdOf(req.headers['x-request-id']);
     try {
       switch (route.name) {
         case 'publish':
