@@ -2,7 +2,7 @@ import { createServer as createHttpServer, type RequestListener, type Server as 
 import { closeServer, createLogger, listen, startTracing, systemClock, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
 import { guardConnections } from '@service-relay/edge';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
-import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
+import { createVerifierClient, type VerifierClient, type VerifyResult } from '@service-relay/verifier-client';
 import { Authenticator } from './auth/authenticator';
 import { VerificationCache } from './auth/verification-cache';
 import type { GatewayConfig } from './config';
@@ -50,15 +50,17 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
   const metrics = createGatewayMetrics();
   feed.addMetrics(metrics.registry, 'relay_gateway');
   const cache = new VerificationCache({ ttlMs: config.authCacheTtlS * 1000, maxEntries: AUTH_CACHE_MAX_ENTRIES, clock });
-  const authenticator = new Authenticator({ verifier, cache, feed, logger, observer: metrics.auth });
   const agent = createUpstreamAgent();
   const budget = new RefusalBudget({ perMinute: config.overload.refusedPerAddressPerMinute, burst: config.overload.refusedBurst, clock });
+  const lane = new UnprovenLane({ maxInFlight: config.overload.unprovenInFlight, maxQueued: config.overload.unprovenQueue });
+  metrics.observeLane(() => lane.current);
+  // A verifier call for a token of a tenant not served here recently waits its turn in the lane (cache hits never do).
+  const gate = (token: string, call: () => Promise<VerifyResult>) => (budget.tokenOfServedTenant(token) ? call() : lane.admit(call));
+  const authenticator = new Authenticator({ verifier, cache, feed, logger, observer: metrics.auth, gate });
   const shedder = new LoadShedder({ maxInFlight: config.overload.maxInFlight, maxEventLoopDelayMs: config.overload.maxEventLoopDelayMs });
   metrics.observeLoad(() => shedder.current);
   const hold = new ConnectionHold(config.overload.refusedHoldMs);
   metrics.observeHold(() => hold.current);
-  const lane = new UnprovenLane({ maxInFlight: config.overload.unprovenInFlight, maxQueued: config.overload.unprovenQueue });
-  metrics.observeLane(() => lane.current);
   const app = createApp({
     budget,
     shedder,

@@ -17,6 +17,12 @@ export interface AuthenticatorOptions {
   feed: TenantFeedView;
   logger: Logger;
   observer?: AuthObserver;
+  /**
+   * Wraps each verifier call (a cache hit never reaches it): the gateway lets
+   * calls for tenants it has not served recently wait their turn
+   * (limits/unproven-lane.ts). A rejection is passed on to the caller as is.
+   */
+  gate?: (token: string, call: () => Promise<VerifyResult>) => Promise<VerifyResult>;
 }
 
 /**
@@ -69,7 +75,8 @@ export class Authenticator {
     // started: a request after a revocation must get a fresh answer.
     const running = this.inFlight.get(key);
     if (running && running.generation === generation) return running.result;
-    const result = this.verify(token, key, generation, trusted);
+    const { gate } = this.opts;
+    const result = gate ? gate(token, () => this.verify(token, key, generation, trusted)) : this.verify(token, key, generation, trusted);
     this.inFlight.set(key, { generation, result });
     const forget = () => {
       if (this.inFlight.get(key)?.result === result) this.inFlight.delete(key);

@@ -23,7 +23,7 @@ import type { Authenticator } from '../auth/authenticator';
 import type { GatewayConfig } from '../config';
 import type { ConnectionHold } from '../limits/connection-hold';
 import type { LoadShedder } from '../limits/load-shedder';
-import { LANE_FULL, type UnprovenLane } from '../limits/unproven-lane';
+import { LaneFullError, type UnprovenLane } from '../limits/unproven-lane';
 import type { RefusalBudget } from '../limits/refusal-budget';
 import { applyCors } from './cors';
 import type { GatewayMetrics } from '../metrics';
@@ -50,7 +50,10 @@ export interface AppOptions {
   shedder?: LoadShedder;
   /** Stops reading a connection for its Retry-After after the gateway's own 429; none: never. */
   hold?: ConnectionHold;
-  /** Bounds verifier and registry calls for credentials nothing vouches for yet; none: unbounded. */
+  /**
+   * Bounds registry calls for host credentials nothing vouches for yet; none:
+   * unbounded. (Verifier calls take it through the authenticator's gate.)
+   */
   lane?: UnprovenLane;
 }
 
@@ -182,14 +185,18 @@ export function createApp(opts: AppOptions): Express {
     if (body === undefined) return;
     const segment = HOST_TENANT_SEGMENT.exec(req.path)?.[1] ?? '';
     if (!lane || !budget || budget.credentialWasServed(segment, authorizationOf(req) ?? '')) return toRegistry(req, res, body, headers);
-    const turn = await lane.run(
-      () =>
-        new Promise<void>((resolve) => {
-          res.once('close', resolve);
-          toRegistry(req, res, body, headers);
-        }),
-    );
-    if (turn === LANE_FULL) laneFull(res);
+    try {
+      await lane.admit(
+        () =>
+          new Promise<void>((resolve) => {
+            res.once('close', resolve);
+            toRegistry(req, res, body, headers);
+          }),
+      );
+    } catch (err) {
+      if (!(err instanceof LaneFullError)) throw err;
+      laneFull(res);
+    }
   };
 
   app.all(HOST_FETCH_PATH, async (req: Request, res: Response) => {
@@ -243,16 +250,14 @@ export function createApp(opts: AppOptions): Express {
       if (exhausted !== undefined && !budget!.tokenOfServedTenant(token)) return refuse();
       let result;
       try {
-        // A token of a tenant not served here recently waits its turn in the lane (which sheds past its queue).
-        const unproven = lane !== undefined && budget !== undefined && !budget.tokenOfServedTenant(token);
-        const verdict = unproven ? lane.run(async () => authenticator!.check(token)) : authenticator!.check(token);
+        const verdict = authenticator!.check(token);
         if (verdict instanceof Promise) {
-          const answer = await verdict;
-          if (answer === LANE_FULL) return laneFull(res);
-          result = answer;
+          result = await verdict;
           if (result.valid) budget?.tenantServed(result.identity.tenantId);
         } else result = verdict;
       } catch (err) {
+        // The unproven lane was full (the authenticator's gate): shed, not auth_unavailable.
+        if (err instanceof LaneFullError) return laneFull(res);
         ctx.log.warn({ err: (err as Error).message }, 'token check unavailable');
         return fail(res, 'auth_unavailable');
       }

@@ -7,8 +7,13 @@ export interface UnprovenLaneOptions {
   maxQueued: number;
 }
 
-/** What `run` answers when the lane is full: the caller sheds the request (503, never auth_unavailable). */
-export const LANE_FULL = Symbol('lane-full');
+/** What `admit` rejects with when the lane is full: the caller sheds the request (503, never auth_unavailable). */
+export class LaneFullError extends Error {
+  constructor() {
+    super('the unproven lane is full');
+    this.name = 'LaneFullError';
+  }
+}
 
 /**
  * The bounded way to the verifier and the registry for credentials nothing
@@ -31,12 +36,12 @@ export class UnprovenLane {
     this.limit = pLimit(opts.maxInFlight);
   }
 
-  /** Runs `fn` in its turn, or answers LANE_FULL at once when `maxQueued` already wait. */
-  run<T>(fn: () => Promise<T>): Promise<T | typeof LANE_FULL> {
+  /** Runs `fn` in its turn, or rejects with LaneFullError at once when `maxQueued` already wait. */
+  admit<T>(fn: () => Promise<T>): Promise<T> {
     // p-limit starts queued work a microtask later, so the two counts are taken together.
     if (this.limit.activeCount + this.limit.pendingCount >= this.opts.maxInFlight + this.opts.maxQueued) {
       this.shedTotal++;
-      return Promise.resolve(LANE_FULL);
+      return Promise.reject(new LaneFullError());
     }
     return this.limit(fn);
   }
