@@ -38,7 +38,7 @@ describe('loadConfig', () => {
   it('reads the overload settings; SHED_EVENT_LOOP_DELAY_MS=0 turns the delay check off', () => {
     const c = loadConfig({ ...base, REFUSED_AUTH_RATE_LIMIT: '30', REFUSED_AUTH_BURST: '5', MAX_REQUESTS_IN_FLIGHT: '50', SHED_EVENT_LOOP_DELAY_MS: '0', REFUSED_AUTH_HOLD_MS: '0', UNPROVEN_AUTH_IN_FLIGHT: '2', UNPROVEN_AUTH_QUEUE: '0' });
     expect(c.overload).toEqual({ refusedPerAddressPerMinute: 30, refusedBurst: 5, refusedHoldMs: 0, unprovenInFlight: 2, unprovenQueue: 0, maxInFlight: 50, maxEventLoopDelayMs: 0 });
-    expect(loadConfig(base).overload).toMatchObject({ refusedHoldMs: 5000, unprovenInFlight: 8, unprovenQueue: 1024 });
+    expect(loadConfig(base).overload).toMatchObject({ refusedHoldMs: 5000, unprovenInFlight: 4, unprovenQueue: 1024 });
   });
 
   it('takes REALTIME_URL as a comma-separated list of instances (the first is realtimeUrl)', () => {

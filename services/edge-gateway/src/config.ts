@@ -91,7 +91,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
       refusedPerAddressPerMinute: r.int('REFUSED_AUTH_RATE_LIMIT', 60, 1, 1_000_000),
       refusedBurst: r.int('REFUSED_AUTH_BURST', 20, 1, 1_000_000),
       refusedHoldMs: r.int('REFUSED_AUTH_HOLD_MS', 5000, 0, 60_000),
-      unprovenInFlight: r.int('UNPROVEN_AUTH_IN_FLIGHT', 8, 1, 100_000),
+      unprovenInFlight: r.int('UNPROVEN_AUTH_IN_FLIGHT', 4, 1, 100_000),
       unprovenQueue: r.int('UNPROVEN_AUTH_QUEUE', 1024, 0, 1_000_000),
       maxInFlight: r.int('MAX_REQUESTS_IN_FLIGHT', 2000, 1, 1_000_000),
       maxEventLoopDelayMs: readDelay(r),
