@@ -9,6 +9,10 @@ export const TENANT_EVENT_KINDS = [
   'channel_rules',
   'user_revoked',
   'user_disconnected',
+  // Issue #30: the tenant is deleted for good. Consumers treat it like
+  // `disabled` (every token refused, every connection closed) and drop or
+  // purge whatever they hold of the tenant; it never comes back.
+  'deleted',
 ] as const;
 export type TenantEventKind = (typeof TENANT_EVENT_KINDS)[number];
 

@@ -26,6 +26,8 @@ export interface RealtimeMetrics {
   presenceEvents: Counter<'type'>;
   /** Errors the message store's Redis connections reported (refused, reset, timed out): what the Redis alert reads. */
   redisErrors: Counter<'connection'>;
+  /** Purges of deleted tenants' data (#30) by outcome: done, retrying, failed (left for the next DELETE). */
+  tenantPurges: Counter<'outcome'>;
   recovery(source: 'ws' | 'rest', r: { recovered: true } | { recovered: false; reason: string }): void;
   closed(code: number): void;
   fannedOut(subscribers: number, publishedAtMs: number): void;
@@ -71,6 +73,7 @@ export function createRealtimeMetrics(): RealtimeMetrics {
       labelNames: ['connection'],
       registers,
     }),
+    tenantPurges: new Counter({ name: 'relay_realtime_tenant_purges_total', help: 'Purges of a deleted tenant\'s data on this instance, by outcome (done, retrying, failed)', labelNames: ['outcome'], registers }),
     recovery: (source, r) => recoveries.inc({ source, result: r.recovered ? 'recovered' : r.reason }),
     closed: (code) => closes.inc({ code: KNOWN_CLOSE_CODES.has(code) ? String(code) : 'other' }),
     fannedOut(subscribers, publishedAtMs) {

@@ -32,6 +32,7 @@ import type { ConnectionContext } from './ws/connection-context';
 import { ConnectionRegistry } from './ws/connection-registry';
 import { CUT_OFF_REASON, FeedCutoff } from './ws/feed-cutoff';
 import { Revocation } from './ws/revocation';
+import { TenantPurge } from './purge/tenant-purge';
 import { startPingSweep } from './ws/ping-sweep';
 import { createUpgradeHandler } from './ws/upgrade-handler';
 
@@ -102,7 +103,19 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const rulesSource = deps.channelRules ?? new RegistryRulesClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: RULES_DEADLINE_MS });
   const channelRules = new ChannelRulesCache({ source: rulesSource, feed, logger });
   const tenantConnections = deps.tenantConnections ?? createTenantConnections(config.redis, { limit: config.maxConnectionsPerTenant, scheduler, logger });
-  const presence = new Presence(createPresenceStore(config.redis, { ttlMs: config.presenceTtlMs, scheduler, logger }), metrics, logger, cutoff.serving);
+  const presenceStore = createPresenceStore(config.redis, { ttlMs: config.presenceTtlMs, scheduler, logger });
+  const presence = new Presence(presenceStore, metrics, logger, cutoff.serving);
+  // A deleted tenant's history, presence and counts go from wherever this instance keeps them (#30).
+  const purge = new TenantPurge({
+    purgers: [
+      { name: 'history', purge: (t) => messages.purgeTenant(t) },
+      { name: 'presence', purge: (t) => presenceStore.purgeTenant(t) },
+      { name: 'connection_counts', purge: (t) => tenantConnections.forget(t) },
+    ],
+    logger,
+    budgetMs: Math.floor(config.tenantFeed.leaseMs / 4),
+    onOutcome: (outcome) => metrics.tenantPurges.inc({ outcome }),
+  });
   const connections = new Set<Connection>();
   const ctx: ConnectionContext = {
     hub,
@@ -182,6 +195,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     async start() {
       unsubscribers.push(feed.subscribe((e) => revocation.onEvent(e)));
       unsubscribers.push(feed.onReset(() => revocation.onReset()));
+      // After Revocation: its handler closes the tenant's connections before this one starts.
+      unsubscribers.push(feed.subscribe((e) => purge.onEvent(e)));
       // Rules changes are applied before the feed reports them, so an admin call's 200 means new requests obey them.
       unsubscribers.push(feed.subscribe((e) => channelRules.onEvent(e)));
       unsubscribers.push(feed.onReset(() => channelRules.onReset()));

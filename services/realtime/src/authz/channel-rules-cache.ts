@@ -67,6 +67,11 @@ export class ChannelRulesCache {
 
   /** A tenant feed change (a feed handler: it resolves before the change counts as applied). */
   onEvent(event: TenantEvent): void {
+    // A deleted tenant's rules are gone with it (a late lookup asks the registry, which knows no such tenant).
+    if (event.kind === 'deleted') {
+      this.entries.delete(event.tenant_id);
+      return;
+    }
     if (event.kind !== 'channel_rules') return;
     const detail = event.detail ?? {};
     const rules = parseChannelRules(detail.rules);

@@ -25,7 +25,7 @@ const REVOKE_ALL: RevocationRule = () => 'revoked';
 /**
  * The rule for one change (docs/CONTRACT.md "Revocation"), undefined when it
  * closes nothing. Pure: the caller applies it to the tenant's connections.
- * - `disabled` and `revoked_all` revoke every connection of the tenant;
+ * - `disabled`, `revoked_all` and `deleted` revoke every connection of the tenant;
  * - any change naming revoked key versions (`rotated` replacing a previous,
  *   `previous_expired`, `revoked_all`) revokes the connections whose current
  *   token was signed with one of them: a removed key version is a revocation;
@@ -35,7 +35,7 @@ const REVOKE_ALL: RevocationRule = () => 'revoked';
  * User ids compare case-insensitively; a malformed `detail` closes nothing.
  */
 export function revocationRule(event: TenantEvent): RevocationRule | undefined {
-  if (event.kind === 'disabled' || event.kind === 'revoked_all') return REVOKE_ALL;
+  if (event.kind === 'disabled' || event.kind === 'revoked_all' || event.kind === 'deleted') return REVOKE_ALL;
   if (event.revoked_key_versions.length > 0) {
     const revoked = new Set(event.revoked_key_versions);
     return (s) => (revoked.has(s.keyVersion) ? 'revoked' : undefined);

@@ -20,6 +20,7 @@ export function createTenantConnections(redis: Readonly<RedisSettings>, opts: Te
   return {
     limit: counter.limit,
     acquire: (tenantId) => counter.acquire(tenantId),
+    forget: (tenantId) => counter.forget(tenantId),
     async close() {
       await counter.close();
       await client.quit().catch(() => client.disconnect());

@@ -32,6 +32,9 @@ export class MemoryTenantConnections implements TenantConnections {
   constructor(readonly limit: number) {}
 
   /** Slots this process holds for a tenant. */
+  /** Nothing to forget: counts here are the connections themselves, given back as they close. */
+  async forget(_tenantId: string): Promise<void> {}
+
   held(tenantId: string): number {
     return this.counts.get(tenantId) ?? 0;
   }

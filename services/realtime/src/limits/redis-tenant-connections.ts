@@ -249,6 +249,14 @@ export class RedisTenantConnections implements TenantConnections {
     }
   }
 
+  /** The tenant was deleted: no spare slots or heartbeat for it, and its whole record goes. */
+  async forget(tenantId: string): Promise<void> {
+    this.reservations.delete(tenantId);
+    this.dirty.delete(tenantId);
+    if (this.closed) return;
+    await withTimeout(this.redis.del(this.key(tenantId)), this.deadlineMs);
+  }
+
   /**
    * Writes this instance's slots of a tenant: the connections it holds, and
    * the spare slots it has if the room allows. Until the answer only the held
@@ -258,6 +266,8 @@ export class RedisTenantConnections implements TenantConnections {
     if (this.closed || this.redis.status !== 'ready') return Promise.resolve();
     const held = this.local.held(tenantId);
     const r = this.reservations.get(tenantId);
+    // Nothing held and nothing reserved (a forgotten tenant's last connections gone): nothing to record.
+    if (!r && held === 0) return this.redis.hdel(this.key(tenantId), this.instanceId);
     const spare = r ? Math.max(0, Math.min(MAX_SPARE_SLOTS, r.slots - held)) : 0;
     const seq = this.sent(tenantId, true);
     const entry = this.reservations.get(tenantId)!;

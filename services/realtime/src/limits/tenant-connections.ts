@@ -15,6 +15,12 @@ export interface TenantConnections {
   readonly limit: number;
   /** Takes a slot, or refuses when the tenant already holds `limit` connections. */
   acquire(tenantId: string): Promise<Admission>;
+  /**
+   * The tenant was deleted (#30): this instance keeps no count of it any
+   * more (no spare slots, no heartbeat) and its shared record is removed.
+   * Connections still closing give their slots back as usual.
+   */
+  forget(tenantId: string): Promise<void>;
   /** Gives back every slot this instance holds (a clean stop) and stops its timers. */
   close(): Promise<void>;
 }

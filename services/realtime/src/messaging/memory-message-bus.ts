@@ -144,6 +144,21 @@ export class MemoryMessageBus implements MessageBus {
     };
   }
 
+  /** Drops the tenant's channels and idempotency keys; with a journal, rewrites it without them before resolving. */
+  async purgeTenant(tenantId: string): Promise<number> {
+    const head = `${tenantId}/`;
+    let channels = 0;
+    for (const key of [...this.logs.keys()]) {
+      if (!key.startsWith(head)) continue;
+      this.logs.delete(key);
+      channels++;
+    }
+    for (const key of [...this.idempotent.keys()]) if (key.startsWith(head)) this.idempotent.delete(key);
+    // The journal still holds its lines: a compaction writes what is retained now (without them) and renames it over.
+    await this.journal?.compact(() => this.snapshot());
+    return channels;
+  }
+
   async ready(): Promise<boolean> {
     return this.journal?.healthy ?? true;
   }

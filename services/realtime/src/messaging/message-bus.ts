@@ -46,6 +46,12 @@ export interface MessageBus {
    * `listener`. The returned function stops it.
    */
   subscribe(ref: ChannelRef, listener: MessageListener): Promise<() => void>;
+  /**
+   * Removes everything stored of a deleted tenant (#30): every channel's
+   * history, epoch and idempotency keys (and, embedded, its journal lines).
+   * Returns how many channels (Redis: keys) went.
+   */
+  purgeTenant(tenantId: string): Promise<number>;
   ready(): Promise<boolean>;
   close(): Promise<void>;
 }

@@ -5,6 +5,7 @@ import type { RetentionOptions } from './memory-message-bus';
 import { parseMessageId } from './message-id';
 import { HistoryGeneration, type Generation } from './redis-history-generation';
 import { PUBLISH_SCRIPT, READ_SCRIPT } from './redis-scripts';
+import { globLiteral, unlinkMatching } from '../purge/redis-scan';
 import { judgeRecovery, newEpoch, NO_EPOCH, type EpochState } from './recovery';
 
 type StreamEntry = [id: string, fields: string[]];
@@ -277,6 +278,12 @@ export class RedisMessageBus implements MessageBus {
   }
 
   /** Commands fail fast while Redis is down; right after start they wait briefly for the first connect. */
+  /** The tenant's streams, their meta and idempotency keys: all named `<prefix>ch:{<tenant>:…`. */
+  async purgeTenant(tenantId: string): Promise<number> {
+    await this.connected();
+    return unlinkMatching(this.cmd, `${globLiteral(this.prefix)}ch:{${globLiteral(tenantId)}:*`);
+  }
+
   private async connected(): Promise<void> {
     if (this.cmd.status !== 'ready') await redisReady(this.cmd, 2000);
   }

@@ -25,6 +25,7 @@ export function createPresenceStore(redis: Readonly<RedisSettings>, opts: Presen
     leave: (ref, connId) => store.leave(ref, connId),
     members: (ref) => store.members(ref),
     subscribe: (ref, listener) => store.subscribe(ref, listener),
+    purgeTenant: (tenantId) => store.purgeTenant(tenantId),
     async close() {
       await store.close();
       subscriber.disconnect();

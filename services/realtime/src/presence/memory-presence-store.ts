@@ -60,6 +60,15 @@ export class MemoryPresenceStore implements PresenceStore {
     };
   }
 
+  async purgeTenant(tenantId: string): Promise<void> {
+    for (const [key, ch] of [...this.channels]) {
+      if (!key.startsWith(`${tenantId}\n`)) continue;
+      ch.users.clear();
+      ch.connections.clear();
+      this.channels.delete(key);
+    }
+  }
+
   async close(): Promise<void> {
     for (const ch of this.channels.values()) {
       for (const userId of ch.users.keys()) emit(ch, { type: 'leave', userId });

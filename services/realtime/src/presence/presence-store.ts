@@ -37,6 +37,12 @@ export interface PresenceStore {
   members(ref: ChannelRef): Promise<StoredMember[]>;
   /** Resolves once `listener` receives every later join and leave of the channel; the function stops it. */
   subscribe(ref: ChannelRef, listener: PresenceListener): Promise<() => void>;
+  /**
+   * Removes everything stored of a deleted tenant's presence (#30), without
+   * leave events: its channels' members and this instance's memberships of
+   * them. Its connections are closed already; their late leaves find nothing.
+   */
+  purgeTenant(tenantId: string): Promise<void>;
   /** Removes every membership of this instance (with their leave events) and stops its timers. */
   close(): Promise<void>;
 }

@@ -9,10 +9,13 @@ import type { PresenceEvent } from './presence-store';
 export class PresenceKeys {
   readonly instances: string;
   readonly sweeping: string;
+  /** What every channel key starts with, before its hash tag `{tenant:channel}`. */
+  readonly tenantPrefix: string;
 
   constructor(private readonly prefix: string) {
     this.instances = `${prefix}presence:{instances}`;
     this.sweeping = `${prefix}presence:{instances}:sweeping`;
+    this.tenantPrefix = `${prefix}presence:`;
   }
 
   /** KEYS of the join, leave and removal scripts: the instance's hash on the channel, users, data. */
@@ -39,7 +42,7 @@ export class PresenceKeys {
   }
 
   private tagged(ref: ChannelRef): string {
-    return `${this.prefix}presence:{${ref.tenantId}:${ref.channel}}`;
+    return `${this.tenantPrefix}{${ref.tenantId}:${ref.channel}}`;
   }
 }
 

@@ -5,6 +5,7 @@ import type { Scheduler } from '../timers/scheduler';
 import type { PresenceListener, PresenceStore, StoredMember } from './presence-store';
 import { sweepIntervalMs } from './presence-store';
 import { channelKey, membershipKey, parseEvent, PresenceKeys, refOf } from './redis-presence-keys';
+import { globLiteral, unlinkMatching } from '../purge/redis-scan';
 import { definePresenceCommands, type PresenceCommands } from './redis-presence-scripts';
 
 export interface RedisPresenceStoreOptions {
@@ -137,6 +138,22 @@ export class RedisPresenceStore implements PresenceStore {
       // Not removed, or not known to be: the old id is swept, the rest written again under a new one.
       this.abandon(id, err);
     }
+  }
+
+  /**
+   * Forgets this instance's memberships of the tenant (a late leave or a
+   * re-announce under a new id writes none), takes its channels out of this
+   * instance's set, and deletes every key of the tenant's presence channels
+   * (`<prefix>presence:{<tenant>:…`). Every instance runs it for its own set.
+   */
+  async purgeTenant(tenantId: string): Promise<void> {
+    const head = `${tenantId}/`;
+    for (const [key] of [...this.memberships]) if (key.startsWith(head)) this.memberships.delete(key);
+    const channels = [...this.perChannel.keys()].filter((k) => k.startsWith(head));
+    for (const k of channels) this.perChannel.delete(k);
+    if (this.redis.status !== 'ready') await redisReady(this.redis, 2 * this.deadlineMs);
+    if (channels.length > 0) await this.redis.srem(this.k.instance(this.instanceId), ...channels);
+    await unlinkMatching(this.redis, `${globLiteral(this.k.tenantPrefix)}{${globLiteral(tenantId)}:*`);
   }
 
   async members(ref: ChannelRef): Promise<StoredMember[]> {

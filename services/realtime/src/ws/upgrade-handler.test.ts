@@ -95,6 +95,7 @@ describe('WebSocket upgrade authentication', () => {
     const gated: TenantConnections = {
       limit: counts.limit,
       acquire: (tenantId) => new Promise<Admission>((resolve) => held.push(() => void counts.acquire(tenantId).then(resolve))),
+      forget: (tenantId) => counts.forget(tenantId),
       close: () => counts.close(),
     };
     const rt2 = await startRealtime({ verifier, tenantConnections: gated });

@@ -1,12 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { CliConfig } from './config';
+import { deletedMessage, deleteTenantRequest, UsageError } from './delete-tenant';
 
 export interface CliOutput {
   out(text: string): void;
   err(text: string): void;
   /** Standard input, for `rules set` without a file; absent: there is none. */
   stdin?: { isTTY: boolean; read(): Promise<string> };
+  /** Asks the operator a question on the terminal; absent when there is none (then `delete-tenant` needs --yes). */
+  ask?: (question: string) => Promise<string>;
 }
 
 interface CliRequest {
@@ -27,6 +30,8 @@ interface Command {
   args: string;
   help: string;
   request(args: string[], ctx: CommandContext): CliRequest | Promise<CliRequest>;
+  /** A line for standard error after a success (the answer itself goes to standard output). */
+  done?: (body: unknown) => string;
 }
 
 const tenantPath = (suffix: string) => (args: string[]) => ({ method: 'POST', path: `/admin/tenants/${encodeURIComponent(args[0]!)}${suffix}`, tenant: args[0] });
@@ -50,6 +55,12 @@ export const COMMANDS: Record<string, Command> = {
     args: '[--label K=V]... [--search Q] [--limit N] [--cursor C]',
     help: 'list tenants, oldest first; only those with every label given, whose name contains Q',
     request: listRequest('list-tenants', '/admin/tenants', { '--limit': 'limit', '--cursor': 'cursor', '--search': 'q', '--label': 'label' }, ['label']),
+  },
+  'delete-tenant': {
+    args: 'ID [--yes] [--keep-usage]',
+    help: 'delete a tenant for good (asks to type the id back; --yes without a terminal); --keep-usage keeps its usage rows',
+    request: (args, ctx) => deleteTenantRequest(args, ctx.io),
+    done: deletedMessage,
   },
   'get-tenant': { args: 'ID', help: 'show one tenant', request: (args) => ({ method: 'GET', path: `/admin/tenants/${encodeURIComponent(args[0]!)}`, tenant: args[0] }) },
   disable: { args: 'ID', help: 'disable a tenant (its tokens and fetches are refused)', request: tenantPath('/disable') },
@@ -94,7 +105,6 @@ export function usage(): string {
   ].join('\n');
 }
 
-class UsageError extends Error {}
 
 /**
  * `--name N`, `--clear-name` (update only), `--label K=V` and `--unlabel K`
@@ -264,6 +274,7 @@ export async function runAdminCli(argv: string[], config: CliConfig, io: CliOutp
   }
   if (res.ok && body !== undefined) {
     io.out(JSON.stringify(body, null, 2));
+    if (command.done) io.err(command.done(body));
     return 0;
   }
   const unconfirmed = body as { errors?: unknown; tenant?: unknown; channel_rules?: unknown; user?: unknown; pending_consumers?: Array<{ consumer_id?: unknown }> } | undefined;

@@ -6,6 +6,7 @@ import { UNAUTHENTICATED, type AdminTokens } from '../audit/admin-tokens';
 import type { AuditLog } from '../audit/audit-log';
 import type { RegistryMetrics } from '../metrics';
 import type { TenantChannelRules } from '../store/channel-rules-store';
+import type { TenantDeletion } from '../store/tenant-deletion';
 import type { PropagationResult } from '../tenants/propagation';
 import type { AdminOutcome, TenantAdmin } from '../tenants/tenant-admin';
 import { toTenantView } from '../tenants/tenant';
@@ -129,7 +130,17 @@ export function adminRouter(deps: AdminRouterDeps): Router {
       }
       await answer(req, res, 200, toTenantView(updated));
     })
-    .all(methodNotAllowed('GET, PATCH'));
+    .delete(named('delete'), rawBody, requireEmptyBody, async (req, res) => {
+      const tenantId = tenantIdParam(req);
+      const keepUsage = parseKeepUsage(req.query);
+      if (typeof keepUsage === 'string') return answer(req, res, 400, errorBody('invalid_query', { problem: keepUsage }), {}, 'invalid_query');
+      const outcome = await admin.delete(tenantId, { keepUsage });
+      if (!outcome) throw new RelayError('tenant_not_found');
+      const view = deletionView(outcome.deletion);
+      if (outcome.propagation.confirmed) return answer(req, res, 200, view);
+      return notPropagated(answer, req, res, { tenant: view, pending_consumers: pendingView(outcome.propagation) });
+    })
+    .all(methodNotAllowed('GET, PATCH, DELETE'));
 
   for (const [path, action] of ACTIONS) {
     router
@@ -289,6 +300,21 @@ function jsonBody(req: Request): unknown {
   } catch {
     throw new RelayError('invalid_body');
   }
+}
+
+/** `?keep_usage=true|false` (absent: false); a problem text for anything else. */
+function parseKeepUsage(query: Request['query']): boolean | string {
+  const extra = Object.keys(query).filter((k) => k !== 'keep_usage');
+  if (extra.length > 0) return `unknown query parameter ${extra[0]!.slice(0, 40)}`;
+  const v = query.keep_usage;
+  if (v === undefined || v === 'false') return false;
+  if (v === 'true') return true;
+  return 'keep_usage is true or false';
+}
+
+/** The answer of a deletion, the same on every repeat but for `purged` (what this call removed). */
+function deletionView(d: TenantDeletion): Record<string, unknown> {
+  return { tenant_id: d.tenantId, deleted: true, deleted_at: d.deletedAt.toISOString(), usage_kept: d.usageKept, purged: d.purged };
 }
 
 /** `{tenant_id, version, rules}`: the canonical document. */

@@ -49,7 +49,7 @@ export class ChannelRulesStore {
     const rows = await this.db.query<{ rules: unknown; version: string | number | null; as_of_seq: string | number }>(
       `SELECT r.rules, r.version, (SELECT seq FROM feed_state WHERE id = 1) AS as_of_seq
          FROM tenants t LEFT JOIN tenant_channel_rules r ON r.tenant_id = t.tenant_id
-        WHERE t.tenant_id = $1`,
+        WHERE t.tenant_id = $1 AND t.deleted_at IS NULL`,
       [tenantId],
     );
     const row = rows[0];
@@ -61,7 +61,7 @@ export class ChannelRulesStore {
   set(tenantId: string, rules: ChannelRules | null): Promise<ChannelRulesChange | undefined> {
     if (!isCanonicalUuid(tenantId)) return Promise.resolve(undefined);
     return this.db.transaction(async (tx) => {
-      const [tenant] = await tx.query<{ version: string | number }>('SELECT version FROM tenants WHERE tenant_id = $1 FOR UPDATE', [tenantId]);
+      const [tenant] = await tx.query<{ version: string | number }>('SELECT version FROM tenants WHERE tenant_id = $1 AND deleted_at IS NULL FOR UPDATE', [tenantId]);
       if (!tenant) return undefined;
       const version = await this.nextVersion(tx, tenantId);
       const doc = rules === null ? null : JSON.stringify(channelRulesJson(rules));

@@ -7,6 +7,7 @@ import { mergeLabels, sortedLabels, type TenantFilter, type TenantMetaInput } fr
 import { applyAction, type FreshSecrets, type TenantAction } from '../tenants/tenant-rules';
 import { UnknownTenants } from '../tenants/unknown-tenants';
 import { ChannelRulesStore } from './channel-rules-store';
+import { TenantDeletionStore, type DeleteOptions, type TenantDeletion } from './tenant-deletion';
 import { FeedStore } from './feed-store';
 import { parseUserRevocations, USER_REVOCATIONS_JSON, UserActionsStore } from './user-actions-store';
 import { INSERT_TENANT, insertParams, normalizeRow, rowState, rowToTenant, TENANT_COLUMNS, UPDATE_TENANT, updateParams, withState, type TenantRow } from './tenant-row';
@@ -32,6 +33,7 @@ export class TenantStore {
    * (see unknown-tenants.ts for why a create is never hidden).
    */
   readonly unknown: UnknownTenants;
+  private readonly deletion: TenantDeletionStore;
 
   /** `feedDb`: the feed's own connections (its reads keep consumers' leases running), the same database. */
   constructor(
@@ -44,6 +46,7 @@ export class TenantStore {
     this.unknown = new UnknownTenants(clock);
     this.channelRules = new ChannelRulesStore(db, this.feed, clock);
     this.users = new UserActionsStore(db, this.feed, clock);
+    this.deletion = new TenantDeletionStore(db, this.feed, clock);
   }
 
   /** `meta`: the name and labels to start with (labels set to null are simply not set). */
@@ -101,7 +104,9 @@ export class TenantStore {
       params.push(`%${filter.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
       where.push(`name ILIKE $${params.length}`);
     }
-    const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
+    // Tombstones of deleted tenants are never listed.
+    where.push('deleted_at IS NULL');
+    const clause = `WHERE ${where.join(' AND ')}`;
     const raw = await this.db.query(`SELECT ${TENANT_COLUMNS} FROM tenants ${clause} ORDER BY created_at, tenant_id LIMIT $1`, params);
     const tenants = raw.slice(0, limit).map((r) => rowToTenant(normalizeRow(r)));
     const last = tenants[tenants.length - 1];
@@ -146,11 +151,23 @@ export class TenantStore {
     return this.mutate(tenantId, 'rotate_host_sync');
   }
 
+  /**
+   * Deletes the tenant for good (store/tenant-deletion.ts): purges its rows,
+   * leaves a tombstone, records a `deleted` change. Undefined when no tenant,
+   * live or deleted, has the id; a deleted one is deleted again (idempotent).
+   */
+  async delete(tenantId: string, opts: DeleteOptions = {}): Promise<TenantDeletion | undefined> {
+    const deleted = await this.deletion.delete(tenantId, opts);
+    // This replica answers "no such tenant" for it at once; the others read the tombstone as none.
+    if (deleted) this.unknown.add(tenantId);
+    return deleted;
+  }
+
   /** Decrypted key material for verifiers. */
   async getKeys(tenantId: string): Promise<TenantKeys | undefined> {
     if (!isCanonicalUuid(tenantId) || this.unknown.has(tenantId)) return undefined;
     // One statement, one snapshot: the keys reflect every change up to as_of_seq.
-    const rows = await this.db.query(`SELECT ${TENANT_COLUMNS}, (SELECT seq FROM feed_state WHERE id = 1) AS as_of_seq, ${USER_REVOCATIONS_JSON} FROM tenants WHERE tenant_id = $1`, [tenantId]);
+    const rows = await this.db.query(`SELECT ${TENANT_COLUMNS}, (SELECT seq FROM feed_state WHERE id = 1) AS as_of_seq, ${USER_REVOCATIONS_JSON} FROM tenants WHERE tenant_id = $1 AND deleted_at IS NULL`, [tenantId]);
     if (!rows[0]) {
       this.unknown.add(tenantId);
       return undefined;
@@ -195,7 +212,8 @@ export class TenantStore {
   private async read(q: Queryable, tenantId: string, forUpdate = false): Promise<TenantRow | undefined> {
     // Anything but a canonical id cannot exist, and would be a uuid cast error in SQL.
     if (!isCanonicalUuid(tenantId)) return undefined;
-    const rows = await q.query(`SELECT ${TENANT_COLUMNS} FROM tenants WHERE tenant_id = $1${forUpdate ? ' FOR UPDATE' : ''}`, [tenantId]);
+    // A deleted tenant's tombstone is not a tenant: every reader sees none.
+    const rows = await q.query(`SELECT ${TENANT_COLUMNS} FROM tenants WHERE tenant_id = $1 AND deleted_at IS NULL${forUpdate ? ' FOR UPDATE' : ''}`, [tenantId]);
     return rows[0] && normalizeRow(rows[0]);
   }
 

@@ -37,7 +37,7 @@ export class UserActionsStore {
     const user = userId.toLowerCase();
     return this.db.transaction(async (tx) => {
       const now = new Date(this.clock.now()).toISOString();
-      const [tenant] = await tx.query<{ version: string | number }>('UPDATE tenants SET version = version + 1, updated_at = $2 WHERE tenant_id = $1 RETURNING version', [tenantId, now]);
+      const [tenant] = await tx.query<{ version: string | number }>('UPDATE tenants SET version = version + 1, updated_at = $2 WHERE tenant_id = $1 AND deleted_at IS NULL RETURNING version', [tenantId, now]);
       if (!tenant) return undefined;
       const [row] = await tx.query<{ before: string | number }>(
         `INSERT INTO user_revocations (tenant_id, user_id, before, updated_at) VALUES ($1, $2, $3, $4)
@@ -57,7 +57,7 @@ export class UserActionsStore {
     if (!isCanonicalUuid(tenantId)) return Promise.resolve(undefined);
     const user = userId.toLowerCase();
     return this.db.transaction(async (tx) => {
-      const [tenant] = await tx.query<{ version: string | number }>('SELECT version FROM tenants WHERE tenant_id = $1 FOR UPDATE', [tenantId]);
+      const [tenant] = await tx.query<{ version: string | number }>('SELECT version FROM tenants WHERE tenant_id = $1 AND deleted_at IS NULL FOR UPDATE', [tenantId]);
       if (!tenant) return undefined;
       const event = { kind: 'user_disconnected' as const, version: Number(tenant.version), revokedKeyVersions: [], detail: { user_id: user } };
       const seq = await this.feed.record(tx, tenantId, event);

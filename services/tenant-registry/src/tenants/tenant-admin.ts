@@ -1,6 +1,7 @@
 import type { Logger } from '@service-relay/core';
 import type { ChannelRules } from '@service-relay/channels';
 import type { TenantChannelRules } from '../store/channel-rules-store';
+import type { DeleteOptions, TenantDeletion } from '../store/tenant-deletion';
 import type { TenantStore } from '../store/tenant-store';
 import type { Propagation, PropagationResult } from './propagation';
 import type { CommittedChangeEvent, ListPosition, Tenant, TenantChange, TenantPage } from './tenant';
@@ -11,6 +12,12 @@ export type { TenantAction };
 
 /** A committed change and whether it is in force everywhere (absent when no consumer is concerned). */
 export type AdminOutcome = TenantChange & { propagation?: PropagationResult };
+
+/** A committed deletion and whether it is in force everywhere. */
+export interface DeletionOutcome {
+  deletion: TenantDeletion;
+  propagation: PropagationResult;
+}
 
 /** A committed channel rules change and whether it is in force everywhere. */
 export interface ChannelRulesOutcome {
@@ -74,6 +81,18 @@ export class TenantAdmin {
     if (!change) return undefined;
     this.logger.info({ tenant_id: tenantId, rules_version: change.rules.version, rules: change.rules.rules.channels.length, reset: rules === null, seq: change.event.seq }, 'channel rules changed');
     return { rules: change.rules, propagation: await this.awaitInForce(tenantId, change.event) };
+  }
+
+  /**
+   * Deletes the tenant for good and waits until every consumer applied the
+   * `deleted` change (connections closed, tokens refused, caches dropped,
+   * realtime's data purged). Undefined when no tenant, live or deleted, has the id.
+   */
+  async delete(tenantId: string, opts: DeleteOptions = {}): Promise<DeletionOutcome | undefined> {
+    const deletion = await this.store.delete(tenantId, opts);
+    if (!deletion) return undefined;
+    this.logger.info({ tenant_id: tenantId, seq: deletion.event.seq, repeated: deletion.repeated, purged: deletion.purged, kept: deletion.kept }, 'tenant deleted');
+    return { deletion, propagation: await this.awaitInForce(tenantId, deletion.event) };
   }
 
   private run(tenantId: string, action: TenantAction): Promise<TenantChange | undefined> {
