@@ -9,6 +9,9 @@ export interface Stack {
   secretsKey: string;
   gatewayUrl: string;
   registryUrl: string;
+  /** The stack's own PostgreSQL database and Redis key prefix (a test reads what the services stored). */
+  databaseUrl: string;
+  redisPrefix: string;
   /** ws://…/ws of each realtime instance. */
   realtimeWs: string[];
   processes: Record<string, ManagedProcess>;
@@ -127,6 +130,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     secretsKey,
     gatewayUrl: `http://127.0.0.1:${ports.gateway}`,
     registryUrl,
+    databaseUrl: db.url,
+    redisPrefix,
     realtimeWs: ports.realtime.map((p) => `ws://127.0.0.1:${p}/ws`),
     processes: procs,
     health,

@@ -97,6 +97,15 @@ describe('KeyService.GetTenantKeys', () => {
     }
   });
 
+  it('reports a deleted tenant as not found, at its tombstone version (not older than the deleted change), twice in a row', async () => {
+    const t = await createTenant();
+    const res = await reg.admin('DELETE', `/admin/tenants/${t.tenant_id}`);
+    expect(res.status).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      expect(await getKeys(t.tenant_id, internalMetadata(reg.internalToken))).toMatchObject({ found: false, disabled: false, version: 2, primary: null, previous: null, as_of_seq: expect.any(Number) });
+    }
+  });
+
   it('serves grpc.health.v1', async () => {
     const res = await new Promise((resolve, reject) =>
       health.Check({ service: REGISTRY_KEYS_SERVICE }, (err, r) => (err ? reject(err) : resolve(r))),

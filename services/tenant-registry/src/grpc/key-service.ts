@@ -36,8 +36,10 @@ export function addKeyService(server: grpc.Server, store: TenantStore, internalT
 
 async function lookup(store: TenantStore, tenantId: string): Promise<GetTenantKeysResponse> {
   // Malformed ids are never issued, so they are simply not found.
-  const keys = isCanonicalUuid(tenantId) ? await store.getKeys(tenantId) : undefined;
+  const keys = isCanonicalUuid(tenantId) ? await store.keyAnswer(tenantId) : undefined;
   if (!keys) return { found: false, disabled: false, version: 0, as_of_seq: 0 };
+  // Deleted (#30): no such tenant, at the tombstone's version (not older than the `deleted` change verifiers applied).
+  if ('deleted' in keys) return { found: false, disabled: false, version: keys.version, as_of_seq: keys.asOfSeq };
   if (keys.disabled) return { found: true, disabled: true, version: keys.version, as_of_seq: keys.asOfSeq };
   const response: GetTenantKeysResponse = {
     found: true,

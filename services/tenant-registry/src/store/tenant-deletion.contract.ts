@@ -79,6 +79,9 @@ export function tenantDeletionContract(driver: string, makeHarness: () => Promis
       expect(await store.get(id)).toBeUndefined();
       expect(await store.getKeys(id)).toBeUndefined();
       expect(await store.findHostSyncCredential(id)).toBeUndefined();
+      // The verifiers' lookup: no such tenant, at the deletion's version; asked again (after the host-sync miss), the same.
+      const version = (await db.query<{ version: number }>('SELECT version FROM tenants WHERE tenant_id = $1', [id]))[0]!.version;
+      for (let i = 0; i < 2; i++) expect(await store.keyAnswer(id)).toMatchObject({ tenantId: id, deleted: true, version: Number(version) });
       // A second store (another registry replica) has no negative cache entry: the tombstone itself reads as none.
       const replica = new TenantStore(db, new TenantCrypto(secretsKey), clock);
       expect(await replica.getKeys(id)).toBeUndefined();

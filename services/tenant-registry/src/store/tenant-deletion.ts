@@ -27,6 +27,14 @@ export const PURGE_STEPS: readonly PurgeStep[] = [
   { table: 'user_revocations', sql: 'DELETE FROM user_revocations WHERE tenant_id = $1 RETURNING 1' },
 ];
 
+/** A deleted tenant as the key lookup sees it: no keys, the tombstone's version and the feed position read with it. */
+export interface DeletedTenant {
+  tenantId: string;
+  deleted: true;
+  version: number;
+  asOfSeq: number;
+}
+
 export interface DeleteOptions {
   /** Keep the usage rows (the steps marked `usage`). */
   keepUsage?: boolean;

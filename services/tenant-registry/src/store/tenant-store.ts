@@ -7,7 +7,7 @@ import { mergeLabels, sortedLabels, type TenantFilter, type TenantMetaInput } fr
 import { applyAction, type FreshSecrets, type TenantAction } from '../tenants/tenant-rules';
 import { UnknownTenants } from '../tenants/unknown-tenants';
 import { ChannelRulesStore } from './channel-rules-store';
-import { TenantDeletionStore, type DeleteOptions, type TenantDeletion } from './tenant-deletion';
+import { TenantDeletionStore, type DeleteOptions, type DeletedTenant, type TenantDeletion } from './tenant-deletion';
 import { FeedStore } from './feed-store';
 import { parseUserRevocations, USER_REVOCATIONS_JSON, UserActionsStore } from './user-actions-store';
 import { INSERT_TENANT, insertParams, normalizeRow, rowState, rowToTenant, TENANT_COLUMNS, UPDATE_TENANT, updateParams, withState, type TenantRow } from './tenant-row';
@@ -157,21 +157,31 @@ export class TenantStore {
    * live or deleted, has the id; a deleted one is deleted again (idempotent).
    */
   async delete(tenantId: string, opts: DeleteOptions = {}): Promise<TenantDeletion | undefined> {
-    const deleted = await this.deletion.delete(tenantId, opts);
-    // This replica answers "no such tenant" for it at once; the others read the tombstone as none.
-    if (deleted) this.unknown.add(tenantId);
-    return deleted;
+    // Not remembered as unknown: the key answer of a deleted tenant carries its version (see keyAnswer).
+    return this.deletion.delete(tenantId, opts);
   }
 
-  /** Decrypted key material for verifiers. */
+  /** Decrypted key material for verifiers; undefined for a deleted tenant too. */
   async getKeys(tenantId: string): Promise<TenantKeys | undefined> {
+    const answer = await this.keyAnswer(tenantId);
+    return answer && !('deleted' in answer) ? answer : undefined;
+  }
+
+  /**
+   * What the verifiers' key lookup answers: the keys, or for a deleted
+   * tenant its tombstone's version and feed position (no such tenant, but not
+   * older than the `deleted` change a verifier applied: an answer at version
+   * 0 would look stale to it), or undefined when no tenant ever had the id.
+   */
+  async keyAnswer(tenantId: string): Promise<TenantKeys | DeletedTenant | undefined> {
     if (!isCanonicalUuid(tenantId) || this.unknown.has(tenantId)) return undefined;
     // One statement, one snapshot: the keys reflect every change up to as_of_seq.
-    const rows = await this.db.query(`SELECT ${TENANT_COLUMNS}, (SELECT seq FROM feed_state WHERE id = 1) AS as_of_seq, ${USER_REVOCATIONS_JSON} FROM tenants WHERE tenant_id = $1 AND deleted_at IS NULL`, [tenantId]);
+    const rows = await this.db.query(`SELECT ${TENANT_COLUMNS}, deleted_at, (SELECT seq FROM feed_state WHERE id = 1) AS as_of_seq, ${USER_REVOCATIONS_JSON} FROM tenants WHERE tenant_id = $1`, [tenantId]);
     if (!rows[0]) {
       this.unknown.add(tenantId);
       return undefined;
     }
+    if (rows[0].deleted_at !== null) return { tenantId, deleted: true, version: Number(rows[0].version), asOfSeq: Number(rows[0].as_of_seq) };
     const row = normalizeRow(rows[0]);
     return {
       asOfSeq: Number(rows[0].as_of_seq),
@@ -194,7 +204,10 @@ export class TenantStore {
       if (this.db.silent) throw new RelayError('unavailable', 'database not answering');
       return undefined;
     }
-    const row = await this.read(this.db, tenantId);
+    const [raw] = await this.db.query(`SELECT ${TENANT_COLUMNS}, deleted_at FROM tenants WHERE tenant_id = $1`, [tenantId]);
+    // A tombstone is no tenant either, but is not remembered as unknown: the key lookup shares that memory and must see it.
+    if (raw?.deleted_at !== null && raw?.deleted_at !== undefined) return undefined;
+    const row = raw && normalizeRow(raw);
     if (!row) {
       this.unknown.add(tenantId);
       return undefined;
