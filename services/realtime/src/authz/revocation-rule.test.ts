@@ -12,6 +12,8 @@ describe('revocationRule', () => {
   const cases: Array<[string, TenantEvent, RevocationSubject, RevocationVerdict | undefined]> = [
     ['disabled closes every key version', ev('disabled'), id(7), 'revoked'],
     ['revoked_all closes every key version', ev('revoked_all', [1]), id(2), 'revoked'],
+    ['deleted closes every key version', ev('deleted'), id(9), 'revoked'],
+    ['deleted naming key versions closes the others too', ev('deleted', [1]), id(2), 'revoked'],
     ['enabled closes nothing', ev('enabled'), id(1), undefined],
     ['created closes nothing', ev('created'), id(1), undefined],
     ['a first rotate (no previous replaced) closes nothing', ev('rotated'), id(1), undefined],
