@@ -76,6 +76,11 @@ describe('deleting a tenant across the whole stack', () => {
     }
     return found.map((k) => k.slice(stack.redisPrefix.length)).sort();
   };
+  /** relay_realtime_tenant_purges_total{outcome="done"} of the instance behind this ws:// URL. */
+  const purgesDone = async (ws: string): Promise<number> => {
+    const text = await (await fetch(ws.replace(/^ws/, 'http').replace(/\/ws$/, '/metrics'))).text();
+    return Number(/^relay_realtime_tenant_purges_total\{outcome="done"[^}]*\} (\d+)/m.exec(text)?.[1] ?? 0);
+  };
   const rowsOf = async (tenantId: string): Promise<Record<string, unknown[]>> => {
     const out: Record<string, unknown[]> = {};
     for (const table of TENANT_TABLES) out[table] = (await db.query(`SELECT * FROM ${table} WHERE tenant_id = $1`, [tenantId])).rows;
@@ -122,7 +127,11 @@ describe('deleting a tenant across the whole stack', () => {
     const view = JSON.parse(deleted.stdout) as Record<string, unknown>;
     expect(view).toEqual({ tenant_id: A, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: { tenant_channel_rules: 1, user_revocations: 1 } });
 
-    // At the 200: A's data is already gone from Redis and PostgreSQL (the purge ran before each instance reported the change applied).
+    // At the 200 A's rows are gone from PostgreSQL (one transaction with the tombstone), its connections closed
+    // and its tokens refused on both instances, and each instance has begun purging; wait for both to report it done.
+    const purgedAt = Date.now();
+    await expect.poll(async () => Promise.all(stack.realtimeWs.map(purgesDone)), { timeout: 10_000, interval: 20 }).toEqual([1, 1]);
+    const purgeMs = Date.now() - purgedAt;
     const keysAfter = await redisKeysOf(A);
     // Left: only the verifier's version floor (a number, no secret; it expires) that keeps a stale key entry from coming back.
     expect(keysAfter).toEqual([`{verifier}:floor:${A}`]);
@@ -137,7 +146,7 @@ describe('deleting a tenant across the whole stack', () => {
     const tomb = (await db.query('SELECT * FROM tenants WHERE tenant_id = $1', [A])).rows[0] as Record<string, unknown>;
     expect(tomb).toMatchObject({ primary_secret: null, previous_secret: null, host_sync_secret_hash: null, name: null, labels: {}, disabled: true });
     expect(tomb.deleted_at).toBeInstanceOf(Date);
-    console.log(`deleted tenant: Redis keys before ${keysBefore.length} (${keysBefore.join(', ')}), after ${keysAfter.length}; PostgreSQL rows after: ${JSON.stringify(await rowsOf(A))}`);
+    console.log(`deleted tenant: both instances purged within ${purgeMs} ms of the 200; Redis keys before ${keysBefore.length} (${keysBefore.join(', ')}), after ${keysAfter.length}; PostgreSQL rows after: ${JSON.stringify(await rowsOf(A))}`);
 
     // A's live connections on both instances were closed with disable's code.
     expect(await onOne.closed(1000)).toBe(4401);

@@ -113,7 +113,6 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       { name: 'connection_counts', purge: (t) => tenantConnections.forget(t) },
     ],
     logger,
-    budgetMs: Math.floor(config.tenantFeed.leaseMs / 4),
     onOutcome: (outcome) => metrics.tenantPurges.inc({ outcome }),
   });
   const connections = new Set<Connection>();
@@ -221,6 +220,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       await closing;
       // Whatever this instance still counts for its tenants is given back now, not one TTL later;
       // its presence members leave now too (each closed connection left already; this is the rest).
+      // A purge of a deleted tenant still running finishes first (bounded: a failing one is left to the next DELETE).
+      await withTimeout(purge.settled(), 2000).catch(() => logger.warn('a deleted tenant purge was still running at stop'));
       await Promise.all([tenantConnections.close(), presence.close()]);
       if (ownsVerifier) verifier.close();
       if (ownsRulesSource) rulesSource.close();

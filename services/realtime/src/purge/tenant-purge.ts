@@ -1,4 +1,4 @@
-import { withTimeout, type Logger } from '@service-relay/core';
+import type { Logger } from '@service-relay/core';
 import type { TenantEvent } from '@service-relay/tenant-events';
 
 /** One kind of a tenant's data this instance removes when the tenant is deleted. */
@@ -15,13 +15,6 @@ const RETRY_MS = 2000;
 export interface TenantPurgeOptions {
   purgers: TenantPurger[];
   logger: Logger;
-  /**
-   * How long the feed handler waits for the purge before it lets the change
-   * count as applied anyway (the purge goes on): well inside the feed lease,
-   * so a slow purge (a huge keyspace to SCAN) never costs this instance its
-   * lease. Default 500 ms.
-   */
-  budgetMs?: number;
   /** Counts purges by outcome (done, retrying, failed). */
   onOutcome?: (outcome: 'done' | 'retrying' | 'failed') => void;
 }
@@ -31,25 +24,33 @@ export interface TenantPurgeOptions {
  * history, presence and connection counts, in Redis or in this process (the
  * embedded journal included). A tenant feed handler for `deleted` changes;
  * Revocation, which closes the tenant's connections, runs before it for the
- * same change. The admin call's 200 waits for this handler, so the purge has
- * run on every instance that reported, unless it outlasted its budget or
- * failed: then it is logged, goes on (or is retried a few times) in the
- * background, and a repeated DELETE runs it again. Never throws: a failed
- * purge must not stop the feed (which would cut this instance off).
+ * same change.
+ *
+ * The handler only starts the purge: while a feed handler runs, the feed is
+ * behind the change it knows of, so it is not current, and FeedCutoff closes
+ * every connection of the instance (1013) if that lasts past its next check.
+ * A SCAN of a large keyspace or a journal rewrite must not do that. So the
+ * admin call's 200 means the tenant's connections are closed and its tokens
+ * refused everywhere, and every instance has begun purging; each one reports
+ * the end in its log and in relay_realtime_tenant_purges_total{outcome}. A
+ * purge that fails (Redis unreachable) is retried a few times, then left to
+ * a repeated DELETE. Never throws.
  */
 export class TenantPurge {
-  private readonly budgetMs: number;
+  private readonly running = new Set<Promise<void>>();
 
-  constructor(private readonly opts: TenantPurgeOptions) {
-    this.budgetMs = opts.budgetMs ?? 500;
+  constructor(private readonly opts: TenantPurgeOptions) {}
+
+  onEvent(event: TenantEvent): void {
+    if (event.kind !== 'deleted') return;
+    const run = this.run(event.tenant_id, 1);
+    this.running.add(run);
+    void run.finally(() => this.running.delete(run));
   }
 
-  async onEvent(event: TenantEvent): Promise<void> {
-    if (event.kind !== 'deleted') return;
-    const running = this.run(event.tenant_id, 1);
-    await withTimeout(running, this.budgetMs).catch(() => {
-      this.opts.logger.warn({ tenant_id: event.tenant_id, budget_ms: this.budgetMs }, 'tenant purge still running past its budget; it goes on in the background');
-    });
+  /** Resolves once every purge started so far has ended (a clean stop, tests). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.running]);
   }
 
   /** Resolves when every purger finished or the attempts are spent; never rejects. */
