@@ -58,6 +58,13 @@ describe('docs/openapi.yaml against the running services', () => {
     expect(errors(await call('PATCH', '/admin/tenants/{tenant_id}', { headers: { ...admin(), ...json }, params: { tenant_id: namedId }, body: '{}' }))).toEqual(['invalid_tenant_meta']);
     expect(errors(await call('PATCH', '/admin/tenants/{tenant_id}', { headers: { ...admin(), ...json }, params: { tenant_id: NIL_TENANT }, body: '{"name":"x"}' }))).toEqual(['tenant_not_found']);
     expect((await call('GET', '/admin/tenants', { headers: admin(), query: { label: 'tier=gold', q: 'acm' } })).status).toBe(200);
+    // DELETE (#30): refusals first, then the deletion, its repeat, and the id gone.
+    expect(errors(await call('DELETE', '/admin/tenants/{tenant_id}', { headers: admin(), params: { tenant_id: namedId }, query: { keep_usage: 'maybe' } }))).toEqual(['invalid_query']);
+    expect(errors(await call('DELETE', '/admin/tenants/{tenant_id}', { headers: { ...admin(), ...json }, params: { tenant_id: namedId }, body: '{"x":1}' }))).toEqual(['invalid_body']);
+    expect(errors(await call('DELETE', '/admin/tenants/{tenant_id}', { headers: admin(), params: { tenant_id: NIL_TENANT } }))).toEqual(['tenant_not_found']);
+    expect((await call('DELETE', '/admin/tenants/{tenant_id}', { headers: admin(), params: { tenant_id: namedId }, query: { keep_usage: 'true' } })).body).toMatchObject({ deleted: true, usage_kept: true });
+    expect((await call('DELETE', '/admin/tenants/{tenant_id}', { headers: admin(), params: { tenant_id: namedId } })).status).toBe(200);
+    expect(errors(await call('GET', '/admin/tenants/{tenant_id}', { headers: admin(), params: { tenant_id: namedId } }))).toEqual(['tenant_not_found']);
     expect(errors(await call('GET', '/admin/tenants', { headers: admin(), query: { label: 'Tier=gold' } }))).toEqual(['invalid_query']);
     const created = await call('POST', '/admin/tenants', { headers: admin() });
     expect(created.status).toBe(201);
