@@ -89,11 +89,11 @@ describe('admin audit log', () => {
     expect(refused.status).toBe(401);
     expect(refused.headers.get('www-authenticate')).toBe('Bearer realm="service-relay"');
     expect((await fetch(`${reg.baseUrl}/admin/tenants/${UNKNOWN_ID}`, { method: 'DELETE' })).status).toBe(401);
-    expect((await reg.admin('DELETE', `/admin/tenants/${UNKNOWN_ID}`)).status).toBe(405);
+    expect((await reg.admin('PUT', `/admin/tenants/${UNKNOWN_ID}`)).status).toBe(405);
     const { entries } = await auditPage(reg, `?tenant_id=${UNKNOWN_ID}`);
     expect(entries.map((e) => [e.actor, e.method, e.action, e.status, e.error])).toEqual([
-      [current, 'DELETE', 'unknown', 405, 'method_not_allowed'],
-      ['unauthenticated', 'DELETE', 'unknown', 401, 'invalid_admin_token'],
+      [current, 'PUT', 'unknown', 405, 'method_not_allowed'],
+      ['unauthenticated', 'DELETE', 'delete', 401, 'invalid_admin_token'],
       ['unauthenticated', 'POST', 'revoke_all', 401, 'invalid_admin_token'],
       [current, 'POST', 'disable', 404, 'tenant_not_found'],
     ]);
