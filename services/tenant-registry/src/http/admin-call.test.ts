@@ -11,6 +11,8 @@ describe('describeAdminCall', () => {
     ['DELETE', '/tenants', 'unknown', null],
     ['GET', `/tenants/${ID}`, 'get', ID],
     ['POST', `/tenants/${ID}`, 'unknown', ID],
+    ['PATCH', `/tenants/${ID}`, 'update', ID],
+    ['DELETE', `/tenants/${ID}/`, 'delete', ID],
     ['POST', `/tenants/${ID}/disable`, 'disable', ID],
     ['POST', `/tenants/${ID}/enable`, 'enable', ID],
     ['POST', `/tenants/${ID}/jwt_secret/rotate`, 'rotate', ID],
