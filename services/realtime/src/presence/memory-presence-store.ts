@@ -97,12 +97,22 @@ function keyOf(ref: ChannelRef): string {
   return `${ref.tenantId}\n${ref.channel}`;
 }
 
+/**
+ * Listeners hear an event on a later turn of the event loop, in order, as
+ * they would from Redis: never inside the caller's stack. A leave raised by a
+ * connection that a tenant feed handler closes must not be fanned out while
+ * the feed is still applying that change (not current then, which would cut
+ * every connection of the instance off with 1013).
+ */
 function emit(ch: ChannelPresence, event: PresenceEvent): void {
-  for (const l of ch.listeners) {
-    try {
-      l(event);
-    } catch {
-      // One failing listener must not starve the others.
+  const listeners = [...ch.listeners];
+  setImmediate(() => {
+    for (const l of listeners) {
+      try {
+        l(event);
+      } catch {
+        // One failing listener must not starve the others.
+      }
     }
-  }
+  });
 }
