@@ -115,12 +115,12 @@ describe('deleting a tenant across the whole stack', () => {
     expect(Object.values(await rowsOf(A)).map((r) => r.length)).toEqual([1, 1]);
 
     // The CLI will not delete without a confirmation: no terminal here, so --yes is required.
-    const refused = await stack.admin('delete-tenant', A);
+    const refused = await stack.adminProcess('delete-tenant', A);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('--yes');
     expect((await adminCall('GET', `/tenants/${A}`)).status).toBe(200);
 
-    const deleted = await stack.admin('delete-tenant', A, '--yes');
+    const deleted = await stack.adminProcess('delete-tenant', A, '--yes');
     expect(deleted.code, deleted.stderr).toBe(0);
     expect(deleted.stderr).toContain(`deleting tenant ${A}`);
     expect(deleted.stderr).toContain('in force on every instance');
