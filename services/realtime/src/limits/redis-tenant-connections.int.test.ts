@@ -88,6 +88,28 @@ describe('RedisTenantConnections across instances', () => {
     expect(await live.acquire(tenant)).toEqual({ ok: false, limit: 2 });
   });
 
+  it('forgets a deleted tenant: its key goes, and neither a heartbeat nor its last connections closing write it again', async () => {
+    const clock = new ManualScheduler(Date.now());
+    const redis = await client();
+    const a = await counter(100, clock, redis);
+    const tenant = randomUUID();
+    const admitted = await a.acquire(tenant);
+    if (!admitted.ok) throw new Error('refused');
+    await settle();
+    const key = `${prefix}tenant-conns:{${tenant}}`;
+    expect(await redis.exists(key)).toBe(1);
+    await a.forget(tenant);
+    expect(await redis.exists(key)).toBe(0);
+    // The connection is still closing: a heartbeat meanwhile writes nothing of the tenant.
+    clock.advance(10_000);
+    await a.heartbeat();
+    await settle();
+    expect(await redis.exists(key)).toBe(0);
+    admitted.slot.release();
+    await settleReleases();
+    expect(await redis.exists(key)).toBe(0);
+  });
+
   it('keeps a live instance counted through its heartbeats, long past the TTL', async () => {
     const clock = new ManualScheduler(Date.now());
     const a = await counter(1, clock);

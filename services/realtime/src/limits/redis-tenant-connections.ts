@@ -13,6 +13,8 @@ import type { Admission, TenantConnections, TenantSlot } from './tenant-connecti
  * conn/s); 16 ahead makes it one trip per 17 connects in a burst.
  */
 export const MAX_SPARE_SLOTS = 16;
+/** Deleted tenants remembered per instance (a deletion is rare; past this the oldest is forgotten). */
+const MAX_FORGOTTEN = 10_000;
 
 interface Waiter {
   slot: TenantSlot;
@@ -71,6 +73,8 @@ export class RedisTenantConnections implements TenantConnections {
   private readonly redis: TenantConnectionCommands;
   private readonly local: MemoryTenantConnections;
   private readonly reservations = new Map<string, Reservation>();
+  /** Deleted tenants (forget): nothing is written for them but the removal of this instance's field (bounded, oldest out). */
+  private readonly forgotten = new Set<string>();
   private seq = 0;
   private readonly instanceId: string;
   private readonly heartbeatMs: number;
@@ -114,6 +118,7 @@ export class RedisTenantConnections implements TenantConnections {
   };
 
   acquire(tenantId: string): Promise<Admission> {
+    this.forgotten.delete(tenantId);
     // Taken before Redis answers, so concurrent acquires of one tenant propose distinct counts.
     const slot = this.local.take(tenantId, this.onRelease);
     // A spare slot: Redis counts it already.
@@ -251,6 +256,8 @@ export class RedisTenantConnections implements TenantConnections {
 
   /** The tenant was deleted: no spare slots or heartbeat for it, and its whole record goes. */
   async forget(tenantId: string): Promise<void> {
+    this.forgotten.add(tenantId);
+    if (this.forgotten.size > MAX_FORGOTTEN) this.forgotten.delete(this.forgotten.values().next().value!);
     this.reservations.delete(tenantId);
     this.dirty.delete(tenantId);
     if (this.closed) return;
@@ -266,8 +273,8 @@ export class RedisTenantConnections implements TenantConnections {
     if (this.closed || this.redis.status !== 'ready') return Promise.resolve();
     const held = this.local.held(tenantId);
     const r = this.reservations.get(tenantId);
-    // Nothing held and nothing reserved (a forgotten tenant's last connections gone): nothing to record.
-    if (!r && held === 0) return this.redis.hdel(this.key(tenantId), this.instanceId);
+    // A deleted tenant's connections still closing are not recorded again (a heartbeat would bring its key back); the last one removes the field.
+    if (this.forgotten.has(tenantId)) return held === 0 ? this.redis.hdel(this.key(tenantId), this.instanceId) : Promise.resolve();
     const spare = r ? Math.max(0, Math.min(MAX_SPARE_SLOTS, r.slots - held)) : 0;
     const seq = this.sent(tenantId, true);
     const entry = this.reservations.get(tenantId)!;
