@@ -22,6 +22,8 @@ import { Presence } from './presence/presence';
 import { isScheduler, timerScheduler } from './timers/scheduler';
 import { TopicHub } from './topics/topic-hub';
 import { CLOSE_GOING_AWAY, CLOSE_TRY_AGAIN_LATER } from './ws/close-codes';
+import { startUsageMetering, type UsageMetering } from './usage/usage-metering';
+import type { UsageSink } from './usage/usage-flusher';
 
 /** How long a client gets to answer the close handshake at shutdown (the process allows 10 s in all). */
 const SHUTDOWN_GRACE_MS = 5000;
@@ -56,6 +58,12 @@ export interface RealtimeDeps {
   tracing?: Tracing;
   /** MAX_CONNECTIONS_PER_TENANT's counter; default: on Redis or in this process by REDIS_URL. */
   tenantConnections?: TenantConnections;
+  /**
+   * Where usage flushes go (#30); default: the registry's Usage.Flush when
+   * this server pulls its own tenant feed, else none (tests that inject a
+   * feed have no registry): then nothing is metered.
+   */
+  usageSink?: UsageSink;
 }
 
 export interface RealtimeServer {
@@ -64,6 +72,8 @@ export interface RealtimeServer {
   /** The bound port once started. */
   readonly port: number;
   readonly metrics: RealtimeMetrics;
+  /** Usage metering, when on (USAGE_METERING and a sink). */
+  readonly usage: UsageMetering | undefined;
 }
 
 /** HTTP + WebSocket on one port: /ws, the tenant REST API behind the gateway, and ops endpoints. */
@@ -102,6 +112,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const rulesSource = deps.channelRules ?? new RegistryRulesClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: RULES_DEADLINE_MS });
   const channelRules = new ChannelRulesCache({ source: rulesSource, feed, logger });
   const tenantConnections = deps.tenantConnections ?? createTenantConnections(config.redis, { limit: config.maxConnectionsPerTenant, scheduler, logger });
+  const usage = startUsageMetering(config, { sink: deps.usageSink, registryOwned: ownsFeed, registry: metrics.registry, logger });
   const presence = new Presence(createPresenceStore(config.redis, { ttlMs: config.presenceTtlMs, scheduler, logger }), metrics, logger, cutoff.serving);
   const connections = new Set<Connection>();
   const ctx: ConnectionContext = {
@@ -122,6 +133,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     acceptingPublishes,
     serving: cutoff.serving,
     live: connections,
+    ...(usage && { usage: usage.meter }),
   };
 
   // ws closes a frame over maxPayload with 1009 itself; no compression keeps fan-out a plain write.
@@ -139,9 +151,9 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   };
 
   // The REST side continues the gateway's traceparent (ops and /ws plain requests are not traced).
-  const rest = traceRequests(tracing, createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup, presence }));
+  const rest = traceRequests(tracing, createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup, presence, usage: usage?.meter }));
   // The host server API's realtime side (#13), called by the registry only.
-  const serverApi = createServerApiHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, presence: deps.presence ?? presence.list });
+  const serverApi = createServerApiHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, presence: deps.presence ?? presence.list, usage: usage?.meter });
   const readiness = {
     verifier: () => verifier.ready(),
     messages: () => messages.ready(),
@@ -161,7 +173,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   });
   // WebSockets keep their socket, so they count toward the caps for as long as they are open.
   guardConnections(server, config.connectionLimits, logger);
-  const upgrade = traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, tenantConnections, accept }));
+  const upgrade = traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, tenantConnections, accept, ...(usage && { usage: usage.meter }) }));
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (cutoff.serving()) return upgrade(req, socket, head);
     // Cut off from the tenant feed: refused before any token is looked at (the client retries, elsewhere).
@@ -176,6 +188,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
 
   return {
     metrics,
+    usage,
     get port() {
       return port;
     },
@@ -192,6 +205,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       port = await listen(server, config.port, config.host);
       stopPings = startPingSweep(connections, deps.pingIntervalMs ?? 30_000);
       cutoff.start();
+      usage?.start();
       logger.info({ host: config.host, port, redis: config.redis.url !== undefined }, 'realtime listening');
     },
     async stop() {
@@ -207,6 +221,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       // Whatever this instance still counts for its tenants is given back now, not one TTL later;
       // its presence members leave now too (each closed connection left already; this is the rest).
       await Promise.all([tenantConnections.close(), presence.close()]);
+      // The final flush: every connection is closed (its time counted), the registry still answers (it stops after realtime).
+      await usage?.stop();
       if (ownsVerifier) verifier.close();
       if (ownsRulesSource) rulesSource.close();
       if (ownsMessages) await messages.close();

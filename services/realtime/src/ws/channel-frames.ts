@@ -71,6 +71,7 @@ export class ChannelFrames {
       return conn.error(verdict.refusal === 'malformed' ? 'invalid_frame' : verdict.refusal, frame.ref);
     }
     ctx.metrics.messagesIn.inc({ source: 'ws' });
+    ctx.usage?.published(conn.identity.tenantId, 'ws', Buffer.byteLength(verdict.message.dataJson));
     conn.send(replyFrame({ type: 'published', topic: name, id: verdict.message.id }, frame.ref));
   }
 

@@ -8,6 +8,7 @@ import type { Scheduler } from '../timers/scheduler';
 import type { TopicHub } from '../topics/topic-hub';
 import type { Ref } from './client-frame';
 import type { ConnectionRegistry } from './connection-registry';
+import type { UsageMeter } from '../usage/usage-meter';
 import type { Pingable } from './ping-sweep';
 import type { FrameSink } from './subscription';
 
@@ -45,6 +46,8 @@ export interface ConnectionContext {
   presence?: Presence;
   /** Every connection whose socket is not yet closed (ping and shutdown); each adds and removes itself. */
   live?: Set<LiveConnection>;
+  /** Usage metering (#30); absent: nothing is counted. */
+  usage?: UsageMeter;
 }
 
 export const ALWAYS = (): boolean => true;

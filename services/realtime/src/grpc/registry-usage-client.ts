@@ -1,0 +1,39 @@
+import type * as grpc from '@grpc/grpc-js';
+import { callUnary, internalClient, internalMetadata, REGISTRY_USAGE_PROTO, REGISTRY_USAGE_SERVICE, type UnaryMethod, type UsageFlushRequest, type UsageFlushResponse } from '@service-relay/grpc';
+import type { UsageFlush } from '../usage/usage-flusher';
+
+/** relay.registry.v1.Usage/Flush with the internal credential: the registry stores realtime's usage (it owns PostgreSQL). */
+export class RegistryUsageClient {
+  private readonly client: grpc.Client & { Flush: UnaryMethod<UsageFlushRequest, UsageFlushResponse> };
+  private readonly metadata: grpc.Metadata;
+
+  constructor(private readonly opts: { address: string; internalToken: string; deadlineMs: number }) {
+    this.client = internalClient(REGISTRY_USAGE_PROTO, REGISTRY_USAGE_SERVICE, opts.address, { 'grpc.max_reconnect_backoff_ms': 1_000 });
+    this.metadata = internalMetadata(opts.internalToken);
+  }
+
+  async flush(flush: UsageFlush): Promise<void> {
+    const req: UsageFlushRequest = {
+      flush_id: flush.flushId,
+      instance_id: flush.instanceId,
+      rows: flush.records.map((r) => ({
+        tenant_id: r.tenantId,
+        hour_ms: r.hourMs,
+        published_rest: r.publishedRest,
+        published_ws: r.publishedWs,
+        published_host: r.publishedHost,
+        deliveries: r.deliveries,
+        bytes_in: r.bytesIn,
+        bytes_out: r.bytesOut,
+        peak_connections: r.peakConnections,
+        connection_ms: r.connectionMs,
+        refusals: Object.entries(r.refusals).map(([limit, count]) => ({ limit, count })),
+      })),
+    };
+    await callUnary(this.client.Flush.bind(this.client), req, this.metadata, { deadlineMs: this.opts.deadlineMs, what: 'registry usage flush' });
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
