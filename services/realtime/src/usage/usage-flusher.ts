@@ -64,8 +64,9 @@ export class UsageFlusher {
     this.take();
     // Bounded: at most one kept flush and one more, each tried until the deadline.
     for (let attempt = 0; attempt < 20 && (this.sealed || this.pending.size > 0) && Date.now() < deadline; attempt++) {
-      await this.send();
-      if (this.sealed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      // An attempt that hangs (a registry that does not answer) is not waited for past the deadline.
+      await within(this.send(), deadline - Date.now());
+      if (this.sealed && Date.now() < deadline) await within(new Promise<void>(() => {}), Math.min(100, deadline - Date.now()));
     }
     if (this.sealed || this.pending.size > 0) {
       this.opts.logger.warn({ records: (this.sealed?.records.length ?? 0) + this.pending.size }, 'usage: final flush failed; these counts are lost');
@@ -129,4 +130,13 @@ export class UsageFlusher {
       this.inFlight = undefined;
     });
   }
+}
+
+/** Resolves when `p` does or after `ms`, whichever comes first (the timer is cleared). */
+function within(p: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, ms));
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }

@@ -13,7 +13,7 @@ import { UsageMetrics } from './usage-metrics';
 /** A flush not answered within this is failed (kept, sent again). */
 const FLUSH_DEADLINE_MS = 5000;
 /** What stop() gives the final flush (runMain allows 10 s for the whole stop). */
-const FINAL_FLUSH_MS = 2000;
+const FINAL_FLUSH_MS = 1500;
 /** Tenant-hours held while the registry does not take flushes (about 100 bytes each). */
 const MAX_PENDING_RECORDS = 100_000;
 
