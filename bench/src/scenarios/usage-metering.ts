@@ -22,7 +22,7 @@ export const usageMetering: Scenario = {
       const { budget, stack } = ctx;
       const started: WorkerHandle[] = [];
       try {
-        const on = await stack.startRealtime('realtime-usage-on', [], { USAGE_METERING: process.env.AA ? 'false' : 'true', USAGE_FLUSH_INTERVAL_S: '1' });
+        const on = await stack.startRealtime('realtime-usage-on', [], { USAGE_METERING: 'true', USAGE_FLUSH_INTERVAL_S: '1' });
         started.push(on.worker);
         const off = await stack.startRealtime('realtime-usage-off', [], { USAGE_METERING: 'false' });
         started.push(off.worker);
