@@ -273,7 +273,8 @@ function mergeRows(rows: UsageFlushRow[]): UsageFlushRow[] {
     if (seen) addInto(seen, r);
     else byKey.set(key, { ...r, refusals: { ...r.refusals } });
   }
-  return [...byKey.values()];
+  // One order for every flush: two instances' flushes touching the same rows lock them in the same order (no deadlock).
+  return [...byKey.values()].sort((x, y) => (x.tenantId < y.tenantId ? -1 : x.tenantId > y.tenantId ? 1 : x.hourMs - y.hourMs));
 }
 
 async function countDeleted(tx: Queryable, sql: string, params: unknown[]): Promise<number> {
