@@ -10,6 +10,7 @@ import type { RealtimeConfig } from './config';
 import { ChannelRulesCache } from './authz/channel-rules-cache';
 import type { ChannelRulesSource } from './authz/channel-rules-source';
 import { RegistryRulesClient } from './grpc/registry-rules-client';
+import { RegistryUsageClient } from './grpc/registry-usage-client';
 import { createRestHandler } from './http/rest-api';
 import { createServerApiHandler, SERVER_API_PREFIX, type PresenceLister } from './http/server-api';
 import { createTenantConnections } from './limits/create-tenant-connections';
@@ -29,6 +30,8 @@ import type { UsageSink } from './usage/usage-flusher';
 const SHUTDOWN_GRACE_MS = 5000;
 /** How long a tenant's first request waits for the registry's answer on its channel rules (then 503 unavailable). */
 const RULES_DEADLINE_MS = 2000;
+/** A usage flush not answered within this has failed (kept, sent again). */
+const USAGE_FLUSH_DEADLINE_MS = 5000;
 import { Connection } from './ws/connection';
 import type { ConnectionContext } from './ws/connection-context';
 import { ConnectionRegistry } from './ws/connection-registry';
@@ -112,7 +115,14 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const rulesSource = deps.channelRules ?? new RegistryRulesClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: RULES_DEADLINE_MS });
   const channelRules = new ChannelRulesCache({ source: rulesSource, feed, logger });
   const tenantConnections = deps.tenantConnections ?? createTenantConnections(config.redis, { limit: config.maxConnectionsPerTenant, scheduler, logger });
-  const usage = startUsageMetering(config, { sink: deps.usageSink, registryOwned: ownsFeed, registry: metrics.registry, logger });
+  // The registry's Usage.Flush when this server pulls its own feed (tests that inject a feed have no registry).
+  const usageClient = !deps.usageSink && ownsFeed && config.usage.enabled ? new RegistryUsageClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: USAGE_FLUSH_DEADLINE_MS, logger }) : undefined;
+  const usage = startUsageMetering(config, {
+    sink: deps.usageSink ?? (usageClient && ((flush) => usageClient.flush(flush))),
+    ...(usageClient && { close: () => usageClient.close() }),
+    registry: metrics.registry,
+    logger,
+  });
   const presence = new Presence(createPresenceStore(config.redis, { ttlMs: config.presenceTtlMs, scheduler, logger }), metrics, logger, cutoff.serving);
   const connections = new Set<Connection>();
   const ctx: ConnectionContext = {

@@ -1,13 +1,19 @@
-import type * as grpc from '@grpc/grpc-js';
-import { callUnary, internalClient, internalMetadata, REGISTRY_USAGE_PROTO, REGISTRY_USAGE_SERVICE, type UnaryMethod, type UsageFlushRequest, type UsageFlushResponse } from '@service-relay/grpc';
+import { status as GrpcStatus, type Client, type Metadata } from '@grpc/grpc-js';
+import type { Logger } from '@service-relay/core';
+import { callUnary, grpcStatusOf, internalClient, internalMetadata, REGISTRY_USAGE_PROTO, REGISTRY_USAGE_SERVICE, type UnaryMethod, type UsageFlushRequest, type UsageFlushResponse } from '@service-relay/grpc';
 import type { UsageFlush } from '../usage/usage-flusher';
 
-/** relay.registry.v1.Usage/Flush with the internal credential: the registry stores realtime's usage (it owns PostgreSQL). */
+/**
+ * relay.registry.v1.Usage/Flush with the internal credential: the registry
+ * stores realtime's usage (it owns PostgreSQL). A flush the registry judged
+ * malformed would be refused forever: it is dropped, loudly; every other
+ * failure rejects (the flusher keeps the flush and sends it again).
+ */
 export class RegistryUsageClient {
-  private readonly client: grpc.Client & { Flush: UnaryMethod<UsageFlushRequest, UsageFlushResponse> };
-  private readonly metadata: grpc.Metadata;
+  private readonly client: Client & { Flush: UnaryMethod<UsageFlushRequest, UsageFlushResponse> };
+  private readonly metadata: Metadata;
 
-  constructor(private readonly opts: { address: string; internalToken: string; deadlineMs: number }) {
+  constructor(private readonly opts: { address: string; internalToken: string; deadlineMs: number; logger: Logger }) {
     this.client = internalClient(REGISTRY_USAGE_PROTO, REGISTRY_USAGE_SERVICE, opts.address, { 'grpc.max_reconnect_backoff_ms': 1_000 });
     this.metadata = internalMetadata(opts.internalToken);
   }
@@ -30,7 +36,12 @@ export class RegistryUsageClient {
         refusals: Object.entries(r.refusals).map(([limit, count]) => ({ limit, count })),
       })),
     };
-    await callUnary(this.client.Flush.bind(this.client), req, this.metadata, { deadlineMs: this.opts.deadlineMs, what: 'registry usage flush' });
+    try {
+      await callUnary(this.client.Flush.bind(this.client), req, this.metadata, { deadlineMs: this.opts.deadlineMs, what: 'registry usage flush' });
+    } catch (err) {
+      if (grpcStatusOf(err) !== GrpcStatus.INVALID_ARGUMENT) throw err;
+      this.opts.logger.error({ err: (err as Error).message, flush_id: flush.flushId }, 'usage flush refused as malformed; dropped');
+    }
   }
 
   close(): void {

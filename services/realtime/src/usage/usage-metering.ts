@@ -1,17 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from '@service-relay/core';
-import { grpcStatusOf } from '@service-relay/grpc';
-import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { Registry } from 'prom-client';
 import type { RealtimeConfig } from '../config';
-import { RegistryUsageClient } from '../grpc/registry-usage-client';
 import { UsageFlusher, type UsageSink } from './usage-flusher';
 import { UsageMeter } from './usage-meter';
 import { UsageMetrics } from './usage-metrics';
 
-/** A flush not answered within this is failed (kept, sent again). */
-const FLUSH_DEADLINE_MS = 5000;
 /** What stop() gives the final flush (runMain allows 10 s for the whole stop). */
 const FINAL_FLUSH_MS = 1500;
 /** Tenant-hours held while the registry does not take flushes (about 100 bytes each). */
@@ -26,27 +21,13 @@ export interface UsageMetering {
   stop(): Promise<void>;
 }
 
-/** Usage metering for this server (#30), or undefined when USAGE_METERING is off or there is nowhere to flush. */
+/** Usage metering for this server (#30), or undefined when USAGE_METERING is off or there is no sink. */
 export function startUsageMetering(
-  config: Pick<Readonly<RealtimeConfig>, 'usage' | 'tenantFeed' | 'internalToken'>,
-  opts: { sink: UsageSink | undefined; registryOwned: boolean; registry: Registry; logger: Logger },
+  config: Pick<Readonly<RealtimeConfig>, 'usage'>,
+  opts: { sink: UsageSink | undefined; close?: () => void; registry: Registry; logger: Logger },
 ): UsageMetering | undefined {
-  if (!config.usage.enabled) return undefined;
-  let client: RegistryUsageClient | undefined;
-  let sink = opts.sink;
-  if (!sink) {
-    if (!opts.registryOwned) return undefined;
-    const c = (client = new RegistryUsageClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: FLUSH_DEADLINE_MS }));
-    sink = async (flush) => {
-      try {
-        await c.flush(flush);
-      } catch (err) {
-        // A flush the registry judged malformed would be refused forever: dropped, loudly.
-        if (grpcStatusOf(err) !== GrpcStatus.INVALID_ARGUMENT) throw err;
-        opts.logger.error({ err: (err as Error).message, flush_id: flush.flushId }, 'usage flush refused as malformed; dropped');
-      }
-    };
-  }
+  if (!config.usage.enabled || !opts.sink) return undefined;
+  const sink = opts.sink;
   const instanceId = `realtime-${hostname().replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 60)}-${process.pid}-${randomBytes(4).toString('hex')}`;
   const meter = new UsageMeter();
   const metrics = new UsageMetrics(opts.registry, config.usage.metricsTenants);
@@ -71,7 +52,7 @@ export function startUsageMetering(
     start: () => flusher.start(),
     async stop() {
       await flusher.stop();
-      client?.close();
+      opts.close?.();
     },
   };
 }
