@@ -59,7 +59,7 @@ const relay = { rules: { 'no-foreign-relative-import': noForeignRelativeImport, 
 const SERVICE_FILES = ['services/**/*.ts'];
 const VERIFIER_CALLERS = ['services/edge-gateway/**/*.ts', 'services/realtime/**/*.ts'];
 const SERVICE_TESTS = ['services/**/*.test.ts', 'services/*/src/test-support/**', 'services/*/src/testing/**', 'services/*/test/**'];
-const DOMAIN_FOLDERS = ['keys', 'token', 'tenants', 'messaging', 'topics', 'timers', 'usage'].map((dir) => `services/*/src/${dir}/**/*.ts`);
+const DOMAIN_FOLDERS = ['keys', 'token', 'tenants', 'messaging', 'topics', 'timers'].map((dir) => `services/*/src/${dir}/**/*.ts`);
 
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '.data/**', 'bench/results/**', 'packages/*/dist/**'] },

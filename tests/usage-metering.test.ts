@@ -79,6 +79,7 @@ describe('usage metering across the whole stack', () => {
 
   beforeAll(async () => {
     stack = await startStack({
+      gatewayEnv: { USAGE_FLUSH_INTERVAL_S: '1' },
       realtimeEnv: [
         { USAGE_FLUSH_INTERVAL_S: '1', MAX_SUBSCRIPTIONS: '2' },
         { USAGE_FLUSH_INTERVAL_S: '3600', MAX_SUBSCRIPTIONS: '2' },
@@ -123,14 +124,28 @@ describe('usage metering across the whole stack', () => {
       sent.bytesIn += Buffer.byteLength(JSON.stringify(data));
     }
     await rest(b, { other: 'tenant' });
+    // A body over the limit without a declared length: refused by the gateway after the token, counted there.
+    const big = new TextEncoder().encode(JSON.stringify({ data: 'x'.repeat(70_000) }));
+    const refused = await fetch(`${stack.gatewayUrl}/api/v1/channels/lobby/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await signWithJose(a.secret, A, randomUUID())}`, 'content-type': 'application/json' },
+      body: new ReadableStream({
+        start(c) {
+          c.enqueue(big);
+          c.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(refused.status).toBe(413);
     const total = sent.rest + sent.ws + sent.host;
     for (const s of [s1, s2]) for (let i = 0; i < total; i++) await s.next((f) => f.type === 'message' && f.topic === topic(A, 'lobby'));
     expect(delivered).toBe(2 * total);
 
     // realtime1's counts arrive within its second; realtime2's (WebSocket and host publishes) not yet.
-    const before = await usageUntil(A, (t) => t.published.rest === sent.rest && t.deliveries === total);
+    const before = await usageUntil(A, (t) => t.published.rest === sent.rest && t.deliveries === total && t.refusals.payload_size === 1);
     expect(before.published).toEqual({ rest: sent.rest, ws: 0, host: 0, total: sent.rest });
-    expect(before.refusals).toEqual({ subscriptions: 1 });
+    expect(before.refusals).toEqual({ subscriptions: 1, payload_size: 1 });
 
     // SIGTERM: realtime2 closes its connections (1001) and hands over its last counts before it exits.
     const closed = [s2.closed(10_000), pub.closed(10_000)];
@@ -146,7 +161,7 @@ describe('usage metering across the whole stack', () => {
     // Bytes: data as published (JSON, UTF-8) in; message frames as delivered (before WebSocket framing) out.
     expect(t.bytes_in).toBe(sent.bytesIn);
     expect(t.bytes_out).toBe(bytesOut);
-    expect(t.refusals).toEqual({ subscriptions: 2 });
+    expect(t.refusals).toEqual({ subscriptions: 2, payload_size: 1 });
     // One on realtime1 plus two on realtime2, open together.
     expect(t.peak_connections).toBe(3);
     expect(t.connection_minutes).toBeGreaterThan(0);

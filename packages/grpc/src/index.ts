@@ -7,3 +7,4 @@ export * from './verifier-wire';
 export * from './verify-result-wire';
 export * from './unary-call';
 export * from './usage-wire';
+export * from './registry-usage-client';

@@ -1,5 +1,5 @@
 import { join, resolve } from 'node:path';
-import { ConfigError, DEFAULT_PORTS, EnvReader, isCanonicalUuid, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig } from '@service-relay/core';
+import { DEFAULT_PORTS, EnvReader, readUsageConfig, type UsageConfig, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig } from '@service-relay/core';
 import { readConnectionLimits, type ConnectionLimits } from '@service-relay/edge';
 
 export interface RealtimeConfig {
@@ -37,15 +37,6 @@ export interface RealtimeConfig {
   usage: UsageConfig;
 }
 
-export interface UsageConfig {
-  /** USAGE_METERING (default true): count per tenant and flush to the registry. */
-  enabled: boolean;
-  /** USAGE_FLUSH_INTERVAL_S: how often counts are handed to the registry (what a SIGKILL can lose). */
-  flushIntervalMs: number;
-  /** USAGE_METRICS_TENANTS: the tenants with their own Prometheus series (at most 50); every other tenant only in the totals. */
-  metricsTenants: readonly string[];
-}
-
 /** Reads every variable realtime uses (ARCHITECTURE.md "Configuration decisions"); a bad one throws ConfigError. */
 export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<RealtimeConfig> {
   const r = new EnvReader(env);
@@ -75,24 +66,8 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
     presenceTtlMs: r.int('PRESENCE_TTL_MS', 10_000, 300, 600_000),
     tracing: Object.freeze(readTracingConfig(r)),
     logLevel: r.logLevel(),
-    usage: Object.freeze({
-      enabled: r.bool('USAGE_METERING', true),
-      flushIntervalMs: r.int('USAGE_FLUSH_INTERVAL_S', 30, 1, 3600) * 1000,
-      metricsTenants: Object.freeze(metricsTenants(r)),
-    }),
+    usage: readUsageConfig(r),
   });
-}
-
-const MAX_METRICS_TENANTS = 50;
-
-function metricsTenants(r: EnvReader): string[] {
-  const raw = r.raw('USAGE_METRICS_TENANTS');
-  if (raw === undefined || raw.trim() === '') return [];
-  const ids = [...new Set(raw.split(',').map((s) => s.trim().toLowerCase()))].filter((s) => s !== '');
-  if (ids.length > MAX_METRICS_TENANTS || !ids.every((id) => isCanonicalUuid(id))) {
-    throw new ConfigError('USAGE_METRICS_TENANTS', `a comma-separated list of at most ${MAX_METRICS_TENANTS} tenant ids`);
-  }
-  return ids;
 }
 
 /**

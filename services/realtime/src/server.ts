@@ -1,7 +1,7 @@
 import type { BatchMode } from './ws/batch-frame';
 import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { closeServer, createLogger, listen, startTracing, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
+import { closeServer, createLogger, startUsageMetering, type UsageMetering, type UsageSink, listen, startTracing, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
 import { guardConnections, handleOps, rawErrorResponse, sendError } from '@service-relay/edge';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
@@ -10,7 +10,7 @@ import type { RealtimeConfig } from './config';
 import { ChannelRulesCache } from './authz/channel-rules-cache';
 import type { ChannelRulesSource } from './authz/channel-rules-source';
 import { RegistryRulesClient } from './grpc/registry-rules-client';
-import { RegistryUsageClient } from './grpc/registry-usage-client';
+import { RegistryUsageClient } from '@service-relay/grpc';
 import { createRestHandler } from './http/rest-api';
 import { createServerApiHandler, SERVER_API_PREFIX, type PresenceLister } from './http/server-api';
 import { createTenantConnections } from './limits/create-tenant-connections';
@@ -23,8 +23,6 @@ import { Presence } from './presence/presence';
 import { isScheduler, timerScheduler } from './timers/scheduler';
 import { TopicHub } from './topics/topic-hub';
 import { CLOSE_GOING_AWAY, CLOSE_TRY_AGAIN_LATER } from './ws/close-codes';
-import { startUsageMetering, type UsageMetering } from './usage/usage-metering';
-import type { UsageSink } from './usage/usage-flusher';
 
 /** How long a client gets to answer the close handshake at shutdown (the process allows 10 s in all). */
 const SHUTDOWN_GRACE_MS = 5000;
@@ -117,7 +115,9 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const tenantConnections = deps.tenantConnections ?? createTenantConnections(config.redis, { limit: config.maxConnectionsPerTenant, scheduler, logger });
   // The registry's Usage.Flush when this server pulls its own feed (tests that inject a feed have no registry).
   const usageClient = !deps.usageSink && ownsFeed && config.usage.enabled ? new RegistryUsageClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: USAGE_FLUSH_DEADLINE_MS, logger }) : undefined;
-  const usage = startUsageMetering(config, {
+  const usage = startUsageMetering(config.usage, {
+    service: 'realtime',
+    metricsPrefix: 'relay_realtime',
     sink: deps.usageSink ?? (usageClient && ((flush) => usageClient.flush(flush))),
     ...(usageClient && { close: () => usageClient.close() }),
     registry: metrics.registry,

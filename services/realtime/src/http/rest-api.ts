@@ -11,7 +11,7 @@ import { applyPublishRule } from '../messaging/publish-rule';
 import { EPOCH_SHAPE } from '../messaging/recovery';
 import type { RealtimeMetrics } from '../metrics';
 import type { Presence } from '../presence/presence';
-import type { UsageMeter } from '../usage/usage-meter';
+import type { UsageMeter } from '@service-relay/core';
 import { requestLog } from './request-log';
 
 const MESSAGES_PATH = /^\/api\/v1\/channels\/([^/]+)\/messages$/;

@@ -1,4 +1,4 @@
-import type { UsageMeter } from '../usage/usage-meter';
+import type { UsageMeter } from '@service-relay/core';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { codeOf, errorBody, isCanonicalUuid, type ErrorCode, type Logger } from '@service-relay/core';
 import { CHANNEL_NAME, decodeChannel } from '@service-relay/channels';

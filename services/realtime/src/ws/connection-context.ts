@@ -8,7 +8,7 @@ import type { Scheduler } from '../timers/scheduler';
 import type { TopicHub } from '../topics/topic-hub';
 import type { Ref } from './client-frame';
 import type { ConnectionRegistry } from './connection-registry';
-import type { UsageMeter } from '../usage/usage-meter';
+import type { UsageMeter } from '@service-relay/core';
 import type { Pingable } from './ping-sweep';
 import type { FrameSink } from './subscription';
 

@@ -11,7 +11,7 @@ import { ALWAYS, type ConnectionContext, type FrameConnection, type LiveConnecti
 import type { TrackedConnection } from './connection-registry';
 import { socketOf, writeTextFrame } from './server-frame';
 import { TokenRefresh } from './token-refresh';
-import type { TenantUsage } from '../usage/usage-meter';
+import type { TenantUsage } from '@service-relay/core';
 
 const TEXT = { binary: false } as const;
 const CONNECTION = Symbol('connection');

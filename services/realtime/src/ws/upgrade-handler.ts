@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { UsageRecorder } from '../usage/usage-meter';
+import type { UsageRecorder } from '@service-relay/core';
 import type { Duplex } from 'node:stream';
 import { codeOf, redactUrl, RelayError, type ErrorCode, type Logger } from '@service-relay/core';
 import { authorizationOf, bearerToken, rawErrorResponse, WWW_AUTHENTICATE } from '@service-relay/edge';

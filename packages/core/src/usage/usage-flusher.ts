@@ -1,4 +1,4 @@
-import type { Logger } from '@service-relay/core';
+import type { Logger } from '../logger';
 import { mergeRecord, type UsageMeter, type UsageRecord } from './usage-meter';
 
 /** One flush as sent: the same id on every retry, so the registry applies it once. */

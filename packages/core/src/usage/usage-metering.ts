@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Logger } from '@service-relay/core';
+import type { Logger } from '../logger';
 import type { Registry } from 'prom-client';
-import type { RealtimeConfig } from '../config';
+import type { UsageConfig } from './usage-config';
 import { UsageFlusher, type UsageSink } from './usage-flusher';
 import { UsageMeter } from './usage-meter';
 import { UsageMetrics } from './usage-metrics';
@@ -23,19 +23,28 @@ export interface UsageMetering {
 
 /** Usage metering for this server (#30), or undefined when USAGE_METERING is off or there is no sink. */
 export function startUsageMetering(
-  config: Pick<Readonly<RealtimeConfig>, 'usage'>,
-  opts: { sink: UsageSink | undefined; close?: () => void; registry: Registry; logger: Logger },
+  config: UsageConfig,
+  opts: {
+    /** Names the instance in flush ids (realtime, gateway). */
+    service: string;
+    /** The Prometheus series are `<metricsPrefix>_usage_...` (relay_realtime, gateway). */
+    metricsPrefix: string;
+    sink: UsageSink | undefined;
+    close?: () => void;
+    registry: Registry;
+    logger: Logger;
+  },
 ): UsageMetering | undefined {
-  if (!config.usage.enabled || !opts.sink) return undefined;
+  if (!config.enabled || !opts.sink) return undefined;
   const sink = opts.sink;
-  const instanceId = `realtime-${hostname().replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 60)}-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const instanceId = `${opts.service}-${hostname().replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 60)}-${process.pid}-${randomBytes(4).toString('hex')}`;
   const meter = new UsageMeter();
-  const metrics = new UsageMetrics(opts.registry, config.usage.metricsTenants);
+  const metrics = new UsageMetrics(opts.registry, opts.metricsPrefix, config.metricsTenants);
   const flusher = new UsageFlusher({
     meter,
     sink,
     instanceId,
-    intervalMs: config.usage.flushIntervalMs,
+    intervalMs: config.flushIntervalMs,
     maxPendingRecords: MAX_PENDING_RECORDS,
     logger: opts.logger,
     finalDeadlineMs: FINAL_FLUSH_MS,

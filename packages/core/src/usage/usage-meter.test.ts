@@ -1,4 +1,4 @@
-import { createLogger } from '@service-relay/core';
+import { createLogger } from '../logger';
 import { describe, expect, it } from 'vitest';
 import { UsageFlusher, type UsageFlush } from './usage-flusher';
 import { HOUR_MS, UsageMeter } from './usage-meter';

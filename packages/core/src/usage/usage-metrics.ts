@@ -21,19 +21,19 @@ export class UsageMetrics {
   readonly backlog: Gauge;
   private readonly listed: ReadonlySet<string>;
 
-  constructor(registry: Registry, listed: readonly string[]) {
+  constructor(registry: Registry, prefix: string, listed: readonly string[]) {
     const registers = [registry];
     this.listed = new Set(listed);
-    this.messages = new Counter({ name: 'relay_realtime_usage_messages_total', help: 'Metered publishes of every tenant, by source (rest, ws, host)', labelNames: ['source'], registers });
-    this.deliveries = new Counter({ name: 'relay_realtime_usage_deliveries_total', help: 'Metered message deliveries of every tenant', registers });
-    this.bytes = new Counter({ name: 'relay_realtime_usage_bytes_total', help: 'Metered bytes of every tenant, by direction (in: data published, out: message frames delivered)', labelNames: ['direction'], registers });
-    this.connectionSeconds = new Counter({ name: 'relay_realtime_usage_connection_seconds_total', help: 'Metered connection time of every tenant', registers });
-    this.refusals = new Counter({ name: 'relay_realtime_usage_refusals_total', help: 'Metered refusals of every tenant, by limit', labelNames: ['limit'], registers });
-    this.tenantMessages = new Counter({ name: 'relay_realtime_tenant_usage_messages_total', help: 'Publishes of the tenants in USAGE_METRICS_TENANTS, by source', labelNames: ['tenant_id', 'source'], registers });
-    this.tenantDeliveries = new Counter({ name: 'relay_realtime_tenant_usage_deliveries_total', help: 'Deliveries of the tenants in USAGE_METRICS_TENANTS', labelNames: ['tenant_id'], registers });
-    this.tenantBytes = new Counter({ name: 'relay_realtime_tenant_usage_bytes_total', help: 'Bytes of the tenants in USAGE_METRICS_TENANTS, by direction', labelNames: ['tenant_id', 'direction'], registers });
-    this.flushes = new Counter({ name: 'relay_realtime_usage_flush_records_total', help: 'Usage records (tenant-hours) by flush result: ok, failed (kept and retried), dropped (over the backlog bound)', labelNames: ['result'], registers });
-    this.backlog = new Gauge({ name: 'relay_realtime_usage_backlog_records', help: 'Usage records waiting for the registry', registers });
+    this.messages = new Counter({ name: `${prefix}_usage_messages_total`, help: 'Metered publishes of every tenant, by source (rest, ws, host)', labelNames: ['source'], registers });
+    this.deliveries = new Counter({ name: `${prefix}_usage_deliveries_total`, help: 'Metered message deliveries of every tenant', registers });
+    this.bytes = new Counter({ name: `${prefix}_usage_bytes_total`, help: 'Metered bytes of every tenant, by direction (in: data published, out: message frames delivered)', labelNames: ['direction'], registers });
+    this.connectionSeconds = new Counter({ name: `${prefix}_usage_connection_seconds_total`, help: 'Metered connection time of every tenant', registers });
+    this.refusals = new Counter({ name: `${prefix}_usage_refusals_total`, help: 'Metered refusals of every tenant, by limit', labelNames: ['limit'], registers });
+    this.tenantMessages = new Counter({ name: `${prefix}_tenant_usage_messages_total`, help: 'Publishes of the tenants in USAGE_METRICS_TENANTS, by source', labelNames: ['tenant_id', 'source'], registers });
+    this.tenantDeliveries = new Counter({ name: `${prefix}_tenant_usage_deliveries_total`, help: 'Deliveries of the tenants in USAGE_METRICS_TENANTS', labelNames: ['tenant_id'], registers });
+    this.tenantBytes = new Counter({ name: `${prefix}_tenant_usage_bytes_total`, help: 'Bytes of the tenants in USAGE_METRICS_TENANTS, by direction', labelNames: ['tenant_id', 'direction'], registers });
+    this.flushes = new Counter({ name: `${prefix}_usage_flush_records_total`, help: 'Usage records (tenant-hours) by flush result: ok, failed (kept and retried), dropped (over the backlog bound)', labelNames: ['result'], registers });
+    this.backlog = new Gauge({ name: `${prefix}_usage_backlog_records`, help: 'Usage records waiting for the registry', registers });
   }
 
   cut(records: readonly UsageRecord[]): void {

@@ -1,7 +1,11 @@
 import { status as GrpcStatus, type Client, type Metadata } from '@grpc/grpc-js';
 import type { Logger } from '@service-relay/core';
-import { callUnary, grpcStatusOf, internalClient, internalMetadata, REGISTRY_USAGE_PROTO, REGISTRY_USAGE_SERVICE, type UnaryMethod, type UsageFlushRequest, type UsageFlushResponse } from '@service-relay/grpc';
-import type { UsageFlush } from '../usage/usage-flusher';
+import type { UsageFlush } from '@service-relay/core';
+import { internalClient, type UnaryMethod } from './client';
+import { REGISTRY_USAGE_PROTO, REGISTRY_USAGE_SERVICE } from './protos';
+import { internalMetadata } from './server';
+import { callUnary, grpcStatusOf } from './unary-call';
+import type { UsageFlushRequest, UsageFlushResponse } from './usage-wire';
 
 /**
  * relay.registry.v1.Usage/Flush with the internal credential: the registry
