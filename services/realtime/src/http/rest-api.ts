@@ -144,7 +144,7 @@ async function publish(opts: RestOptions, req: IncomingMessage, res: ServerRespo
     return fail(res, verdict.refusal === 'malformed' ? 'invalid_body' : verdict.refusal);
   }
   opts.metrics.messagesIn.inc({ source: 'rest' });
-  opts.usage?.published(ref.tenantId, 'rest', Buffer.byteLength(verdict.message.dataJson));
+  opts.usage?.published(ref.tenantId, 'rest', verdict.bytes);
   // A retry with a known key gets the first message again, with the same status.
   sendJson(res, 201, messageJson(verdict.message));
 }

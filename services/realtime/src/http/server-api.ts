@@ -113,7 +113,7 @@ async function publish(opts: ServerApiOptions, req: IncomingMessage, res: Server
       return fail(res, refusal);
     }
     opts.metrics.messagesIn.inc({ source: 'server' });
-    opts.usage?.published(tenantId, 'host', Buffer.byteLength(verdict.message.dataJson));
+    opts.usage?.published(tenantId, 'host', verdict.bytes);
     published.push(verdict.message);
   }
   sendJson(res, 201, `{"messages":[${published.map(messageJson).join(',')}]}`);

@@ -56,7 +56,7 @@ export class Connection implements TrackedConnection, FrameConnection, LiveConne
   /** The ping sweep's step of the ping not answered yet, 0 once answered (ws/ping-sweep.ts). */
   pingedAt = 0;
   /** The tenant's usage counters while the connection is open (#30). */
-  private usage: TenantUsage | undefined;
+  usage: TenantUsage | undefined;
 
   constructor(
     private readonly ws: WebSocket,
