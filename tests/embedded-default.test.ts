@@ -82,5 +82,11 @@ describe('npm start on the embedded default', () => {
     const again = await fetchSecret(gateway, tenant.tenant_id, tenant.host_sync_client_id, tenant.host_sync_client_secret);
     expect(again.status).toBe(200);
     expect(((await again.json()) as { jwt_secret_primary: string }).jwt_secret_primary).toBe(secret);
+
+    // Usage metering on the embedded database (PGlite): the 30 s flush interval never came, so
+    // what the stop handed over is the final flush, and it was kept across the restart.
+    const usage = await runCommand('npm', ['run', '--silent', 'admin', '--', 'usage', tenant.tenant_id, '--format', 'json'], { DATA_DIR: dataDir, REGISTRY_URL: env.REGISTRY_URL });
+    expect(usage.code, usage.stderr).toBe(0);
+    expect(JSON.parse(usage.stdout).totals).toMatchObject({ published: { rest: 1, ws: 0, host: 0, total: 1 }, deliveries: 1, bytes_in: Buffer.byteLength('"hello"'), peak_connections: 1, refusals: {} });
   });
 });

@@ -25,7 +25,8 @@ describe('docs/openapi.yaml against the running services', () => {
 
   beforeAll(async () => {
     contract = await OpenApiContract.load(DOC);
-    stack = await startStack();
+    // Usage flushed every second, so the usage calls answer with buckets.
+    stack = await startStack({ realtimeEnv: [{ USAGE_FLUSH_INTERVAL_S: '1' }, { USAGE_FLUSH_INTERVAL_S: '1' }] });
   });
   afterAll(async () => {
     await stack?.stop();
@@ -288,6 +289,26 @@ describe('docs/openapi.yaml against the running services', () => {
     await contract.callExpecting(stack.gatewayUrl, 'GET', '/api/v1/nothing-here', 'NotFound', { headers: user() });
     await contract.callExpecting(stack.gatewayUrl, 'POST', '/api/v1/me', 'MethodNotAllowed', { headers: user() });
     await contract.callExpecting(stack.gatewayUrl, 'GET', '/nothing-here', 'NotFound');
+
+    // The publishes above, metered (docs/API.md "Usage"): polled, the flush runs on a timer.
+    const usage = '/admin/tenants/{tenant_id}/usage';
+    let metered: { status: number; body: unknown } | undefined;
+    for (let i = 0; i < 100; i++) {
+      metered = await call('GET', usage, { headers: admin(), params: { tenant_id: tenant.tenant_id } });
+      if ((metered.body as { totals: { published: { rest: number } } }).totals.published.rest > 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect((metered!.body as { totals: { published: { rest: number } } }).totals.published.rest).toBeGreaterThan(0);
+    expect((await call('GET', usage, { headers: admin(), params: { tenant_id: tenant.tenant_id }, query: { granularity: 'day' } })).status).toBe(200);
+    expect(errors(await call('GET', usage, { headers: admin(), params: { tenant_id: tenant.tenant_id }, query: { granularity: 'week' } }))).toEqual(['invalid_query']);
+    expect(errors(await call('GET', usage, { headers: admin(), params: { tenant_id: 'nope' } }))).toEqual(['invalid_tenant_id']);
+    expect(errors(await call('GET', usage, { headers: admin(), params: { tenant_id: NIL_TENANT } }))).toEqual(['tenant_not_found']);
+    expect((await call('GET', usage, { params: { tenant_id: tenant.tenant_id } })).status).toBe(401);
+    const all = await call('GET', '/admin/usage', { headers: admin(), query: { sort: 'deliveries', limit: '1' } });
+    expect((all.body as { tenants: unknown[] }).tenants).toHaveLength(1);
+    expect(errors(await call('GET', '/admin/usage', { headers: admin(), query: { sort: 'name' } }))).toEqual(['invalid_query']);
+    expect(errors(await call('GET', '/admin/usage', { headers: admin(), query: { cursor: '!' } }))).toEqual(['invalid_query']);
+    expect((await call('GET', '/admin/usage')).status).toBe(401);
   });
 
   it('answers the documented 502 with realtime down and 503 with the verifier down', async () => {

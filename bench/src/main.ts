@@ -14,6 +14,7 @@ import { gateway } from './scenarios/gateway';
 import { instanceScale } from './scenarios/instance-scale';
 import { revocation } from './scenarios/revocation';
 import { verifierTransport } from './scenarios/verifier-transport';
+import { usageMetering } from './scenarios/usage-metering';
 import { verifyCore } from './scenarios/verify-core';
 import { startStack, type Stack } from './stack/stack';
 
@@ -31,6 +32,7 @@ const SCENARIOS: Record<string, Scenario> = {
   'connect-rate': connectRate,
   revocation,
   'channel-rules': channelRules,
+  usage: usageMetering,
   scale: instanceScale,
 };
 /** Too long for --quick (about a minute per deployment); runs there only when named in --only. */

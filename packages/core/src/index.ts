@@ -15,3 +15,4 @@ export * from './limits';
 export * from './tracing';
 export * from './streams';
 export * from './tick-shape';
+export * from './usage/index';

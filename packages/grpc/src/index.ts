@@ -6,3 +6,5 @@ export * from './registry-keys-wire';
 export * from './verifier-wire';
 export * from './verify-result-wire';
 export * from './unary-call';
+export * from './usage-wire';
+export * from './registry-usage-client';

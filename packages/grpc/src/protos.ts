@@ -50,3 +50,5 @@ export const REGISTRY_KEYS_PROTO = 'relay/registry/v1/keys.proto';
 export const REGISTRY_KEYS_SERVICE = 'relay.registry.v1.KeyService';
 export const REGISTRY_FEED_PROTO = 'relay/registry/v1/feed.proto';
 export const REGISTRY_FEED_SERVICE = 'relay.registry.v1.TenantFeed';
+export const REGISTRY_USAGE_PROTO = 'relay/registry/v1/usage.proto';
+export const REGISTRY_USAGE_SERVICE = 'relay.registry.v1.Usage';

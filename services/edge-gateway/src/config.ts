@@ -1,4 +1,4 @@
-import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig } from '@service-relay/core';
+import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig, readUsageConfig, type UsageConfig } from '@service-relay/core';
 import { readConnectionLimits, type ConnectionLimits } from '@service-relay/edge';
 
 export interface GatewayConfig {
@@ -34,6 +34,8 @@ export interface GatewayConfig {
   /** OTEL_EXPORTER_OTLP_ENDPOINT and the sampler; off without an endpoint. */
   tracing: TracingConfig;
   logLevel: string;
+  /** Usage metering (#30): the gateway counts the refusals it makes for a known tenant. */
+  usage: UsageConfig;
 }
 
 export interface OverloadConfig {
@@ -98,6 +100,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
     }),
     tracing: Object.freeze(readTracingConfig(r)),
     logLevel: r.logLevel(),
+    usage: readUsageConfig(r),
   };
   return Object.freeze(config);
 }

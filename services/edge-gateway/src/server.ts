@@ -1,6 +1,7 @@
 import { createServer as createHttpServer, type RequestListener, type Server as HttpServer } from 'node:http';
-import { closeServer, createLogger, listen, startTracing, systemClock, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
+import { closeServer, createLogger, listen, startTracing, startUsageMetering, type UsageSink, systemClock, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
 import { guardConnections } from '@service-relay/edge';
+import { RegistryUsageClient } from '@service-relay/grpc';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient, type VerifyResult } from '@service-relay/verifier-client';
 import { Authenticator } from './auth/authenticator';
@@ -27,6 +28,8 @@ export interface GatewayDeps {
   clock?: Clock;
   /** Tests inject one with an in-memory exporter; otherwise made from config.tracing (and shut down at stop). */
   tracing?: Tracing;
+  /** Where usage flushes go (#30); default: the registry's Usage.Flush when the gateway pulls its own feed, else none (nothing metered). */
+  usageSink?: UsageSink;
 }
 
 export interface GatewayServer {
@@ -61,7 +64,19 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
   metrics.observeLoad(() => shedder.current);
   const hold = new ConnectionHold(config.overload.refusedHoldMs);
   metrics.observeHold(() => hold.current);
+  // The gateway meters only the refusals it makes for a verified tenant (realtime counts everything else).
+  const usageClient =
+    !deps.usageSink && !deps.feed && config.usage.enabled ? new RegistryUsageClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: 5000, logger }) : undefined;
+  const usage = startUsageMetering(config.usage, {
+    service: 'gateway',
+    metricsPrefix: 'gateway',
+    sink: deps.usageSink ?? (usageClient && ((flush) => usageClient.flush(flush))),
+    ...(usageClient && { close: () => usageClient.close() }),
+    registry: metrics.registry,
+    logger,
+  });
   const app = createApp({
+    ...(usage && { usage: usage.meter }),
     budget,
     shedder,
     hold,
@@ -92,12 +107,15 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
       // (and cannot miss its deadline doing so); not fatal, checks fail closed until it is up.
       if (!(await verifier.ready())) logger.warn({ verifier: config.verifierAddr }, 'verifier not reachable at start');
       port = await listen(server, config.port, config.host);
+      usage?.start();
       logger.info({ host: config.host, port, verifier: config.verifierAddr, registry: config.registryUrls, realtime: config.realtimeUrls }, 'edge-gateway listening');
     },
     async stop() {
       const closing = closeServer(server);
       wsProxy.closeAll();
       await closing;
+      // The final usage flush: every request answered, the registry still up (the launcher stops it last).
+      await usage?.stop();
       agent.destroy();
       shedder.close();
       authenticator.close();

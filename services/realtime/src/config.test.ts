@@ -38,6 +38,7 @@ describe('loadConfig', () => {
       presenceTtlMs: 10_000,
       tracing: { endpoint: undefined, sampler: 'parentbased_always_on', ratio: 1 },
       logLevel: 'info',
+      usage: { enabled: true, flushIntervalMs: 30_000, metricsTenants: [] },
     });
   });
 
@@ -56,6 +57,9 @@ describe('loadConfig', () => {
     [{ PUBLISH_BURST: '1.5' }, 'PUBLISH_BURST'],
     [{ AUTH_FRAMES_PER_MINUTE: '10001' }, 'AUTH_FRAMES_PER_MINUTE'],
     [{ MAX_CONNECTIONS_PER_TENANT: '-1' }, 'MAX_CONNECTIONS_PER_TENANT'],
+    [{ USAGE_FLUSH_INTERVAL_S: '0' }, 'USAGE_FLUSH_INTERVAL_S'],
+    [{ USAGE_METERING: 'maybe' }, 'USAGE_METERING'],
+    [{ USAGE_METRICS_TENANTS: 'not-a-tenant' }, 'USAGE_METRICS_TENANTS'],
   ])('names the bad variable (%o)', (env, variable) => {
     expect(() => loadConfig({ ...base, ...env }, { standalone: false })).toThrow(expect.objectContaining({ variable }) as ConfigError);
   });

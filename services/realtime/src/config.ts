@@ -1,5 +1,5 @@
 import { join, resolve } from 'node:path';
-import { DEFAULT_PORTS, EnvReader, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig } from '@service-relay/core';
+import { DEFAULT_PORTS, EnvReader, readUsageConfig, type UsageConfig, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig } from '@service-relay/core';
 import { readConnectionLimits, type ConnectionLimits } from '@service-relay/edge';
 
 export interface RealtimeConfig {
@@ -33,6 +33,8 @@ export interface RealtimeConfig {
   /** OTEL_EXPORTER_OTLP_ENDPOINT and the sampler; off without an endpoint. */
   tracing: TracingConfig;
   logLevel: string;
+  /** Usage metering (#30, docs/OPERATIONS.md "Usage metering"). */
+  usage: UsageConfig;
 }
 
 /** Reads every variable realtime uses (ARCHITECTURE.md "Configuration decisions"); a bad one throws ConfigError. */
@@ -64,6 +66,7 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
     presenceTtlMs: r.int('PRESENCE_TTL_MS', 10_000, 300, 600_000),
     tracing: Object.freeze(readTracingConfig(r)),
     logLevel: r.logLevel(),
+    usage: readUsageConfig(r),
   });
 }
 

@@ -1,7 +1,7 @@
 import type { BatchMode } from './ws/batch-frame';
 import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { closeServer, createLogger, listen, startTracing, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
+import { closeServer, createLogger, startUsageMetering, type UsageMetering, type UsageSink, listen, startTracing, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
 import { guardConnections, handleOps, rawErrorResponse, sendError } from '@service-relay/edge';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
@@ -10,6 +10,7 @@ import type { RealtimeConfig } from './config';
 import { ChannelRulesCache } from './authz/channel-rules-cache';
 import type { ChannelRulesSource } from './authz/channel-rules-source';
 import { RegistryRulesClient } from './grpc/registry-rules-client';
+import { RegistryUsageClient } from '@service-relay/grpc';
 import { createRestHandler } from './http/rest-api';
 import { createServerApiHandler, SERVER_API_PREFIX, type PresenceLister } from './http/server-api';
 import { createTenantConnections } from './limits/create-tenant-connections';
@@ -27,6 +28,8 @@ import { CLOSE_GOING_AWAY, CLOSE_TRY_AGAIN_LATER } from './ws/close-codes';
 const SHUTDOWN_GRACE_MS = 5000;
 /** How long a tenant's first request waits for the registry's answer on its channel rules (then 503 unavailable). */
 const RULES_DEADLINE_MS = 2000;
+/** A usage flush not answered within this has failed (kept, sent again). */
+const USAGE_FLUSH_DEADLINE_MS = 5000;
 import { Connection } from './ws/connection';
 import type { ConnectionContext } from './ws/connection-context';
 import { ConnectionRegistry } from './ws/connection-registry';
@@ -57,6 +60,12 @@ export interface RealtimeDeps {
   tracing?: Tracing;
   /** MAX_CONNECTIONS_PER_TENANT's counter; default: on Redis or in this process by REDIS_URL. */
   tenantConnections?: TenantConnections;
+  /**
+   * Where usage flushes go (#30); default: the registry's Usage.Flush when
+   * this server pulls its own tenant feed, else none (tests that inject a
+   * feed have no registry): then nothing is metered.
+   */
+  usageSink?: UsageSink;
 }
 
 export interface RealtimeServer {
@@ -65,6 +74,8 @@ export interface RealtimeServer {
   /** The bound port once started. */
   readonly port: number;
   readonly metrics: RealtimeMetrics;
+  /** Usage metering, when on (USAGE_METERING and a sink). */
+  readonly usage: UsageMetering | undefined;
 }
 
 /** HTTP + WebSocket on one port: /ws, the tenant REST API behind the gateway, and ops endpoints. */
@@ -115,6 +126,16 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     logger,
     onOutcome: (outcome) => metrics.tenantPurges.inc({ outcome }),
   });
+  // The registry's Usage.Flush when this server pulls its own feed (tests that inject a feed have no registry).
+  const usageClient = !deps.usageSink && ownsFeed && config.usage.enabled ? new RegistryUsageClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: USAGE_FLUSH_DEADLINE_MS, logger }) : undefined;
+  const usage = startUsageMetering(config.usage, {
+    service: 'realtime',
+    metricsPrefix: 'relay_realtime',
+    sink: deps.usageSink ?? (usageClient && ((flush) => usageClient.flush(flush))),
+    ...(usageClient && { close: () => usageClient.close() }),
+    registry: metrics.registry,
+    logger,
+  });
   const connections = new Set<Connection>();
   const ctx: ConnectionContext = {
     hub,
@@ -134,6 +155,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     acceptingPublishes,
     serving: cutoff.serving,
     live: connections,
+    ...(usage && { usage: usage.meter }),
   };
 
   // ws closes a frame over maxPayload with 1009 itself; no compression keeps fan-out a plain write.
@@ -151,9 +173,9 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   };
 
   // The REST side continues the gateway's traceparent (ops and /ws plain requests are not traced).
-  const rest = traceRequests(tracing, createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup, presence }));
+  const rest = traceRequests(tracing, createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup, presence, usage: usage?.meter }));
   // The host server API's realtime side (#13), called by the registry only.
-  const serverApi = createServerApiHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, presence: deps.presence ?? presence.list });
+  const serverApi = createServerApiHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, presence: deps.presence ?? presence.list, usage: usage?.meter });
   const readiness = {
     verifier: () => verifier.ready(),
     messages: () => messages.ready(),
@@ -173,7 +195,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   });
   // WebSockets keep their socket, so they count toward the caps for as long as they are open.
   guardConnections(server, config.connectionLimits, logger);
-  const upgrade = traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, tenantConnections, accept }));
+  const upgrade = traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, tenantConnections, accept, ...(usage && { usage: usage.meter }) }));
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (cutoff.serving()) return upgrade(req, socket, head);
     // Cut off from the tenant feed: refused before any token is looked at (the client retries, elsewhere).
@@ -188,6 +210,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
 
   return {
     metrics,
+    usage,
     get port() {
       return port;
     },
@@ -206,6 +229,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       port = await listen(server, config.port, config.host);
       stopPings = startPingSweep(connections, deps.pingIntervalMs ?? 30_000);
       cutoff.start();
+      usage?.start();
       logger.info({ host: config.host, port, redis: config.redis.url !== undefined }, 'realtime listening');
     },
     async stop() {
@@ -223,6 +247,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       // A purge of a deleted tenant still running finishes first (bounded: a failing one is left to the next DELETE).
       await withTimeout(purge.settled(), 2000).catch(() => logger.warn('a deleted tenant purge was still running at stop'));
       await Promise.all([tenantConnections.close(), presence.close()]);
+      // The final flush: every connection is closed (its time counted), the registry still answers (it stops after realtime).
+      await usage?.stop();
       if (ownsVerifier) verifier.close();
       if (ownsRulesSource) rulesSource.close();
       if (ownsMessages) await messages.close();

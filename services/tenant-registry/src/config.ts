@@ -43,6 +43,8 @@ export interface RegistryConfig {
   feedRetentionMs: number;
   /** How long admin audit rows are kept (pruned hourly). */
   auditRetentionMs: number;
+  /** How long usage rows are kept (USAGE_RETENTION_DAYS; pruned hourly). */
+  usageRetentionMs: number;
   /** Failed admin authentications written to the audit log per minute; the rest are counted on the next row. */
   auditUnauthenticatedPerMinute: number;
   /**
@@ -98,6 +100,7 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     propagationTimeoutMs: r.int('PROPAGATION_TIMEOUT_MS', 3000, 100, 60_000),
     feedRetentionMs: r.int('FEED_RETENTION_S', 7 * 86_400, 60, 365 * 86_400) * 1000,
     auditRetentionMs: r.int('AUDIT_RETENTION_DAYS', 90, 1, 3650) * 86_400_000,
+    usageRetentionMs: r.int('USAGE_RETENTION_DAYS', 400, 1, 3650) * 86_400_000,
     auditUnauthenticatedPerMinute: r.int('AUDIT_UNAUTHENTICATED_PER_MINUTE', 10, 0, 1000),
     realtimeUrls: r.urlList('REALTIME_URL', `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`),
     connectionLimits: Object.freeze(readConnectionLimits(r)),

@@ -16,6 +16,8 @@ export interface RegistryMetrics {
   hostRequest(route: string, status: number): void;
   keyCall(result: KeyCallResult): void;
   rulesCall(result: KeyCallResult): void;
+  /** Usage.Flush calls (#30) by result: applied, duplicate, invalid, unauthenticated, error. */
+  usageFlush(result: 'applied' | 'duplicate' | 'invalid' | 'unauthenticated' | 'error'): void;
 }
 
 export function createRegistryMetrics(): RegistryMetrics {
@@ -32,6 +34,7 @@ export function createRegistryMetrics(): RegistryMetrics {
   const keyCalls = new Counter({ name: 'relay_registry_key_requests_total', help: 'GetTenantKeys calls by result', labelNames: ['result'], registers });
   const feedCalls = new Counter({ name: 'relay_registry_feed_requests_total', help: 'TenantFeed.ChangesSince calls by result', labelNames: ['result'], registers });
   const rulesCalls = new Counter({ name: 'relay_registry_channel_rules_requests_total', help: 'TenantFeed.ChannelRules calls by result', labelNames: ['result'], registers });
+  const usageFlushes = new Counter({ name: 'relay_registry_usage_flushes_total', help: 'Usage.Flush calls by result (duplicate: a retried flush applied before)', labelNames: ['result'], registers });
   const propagations = new Counter({
     name: 'relay_registry_propagations_total',
     help: 'Committed tenant changes by whether they were confirmed in force everywhere within PROPAGATION_TIMEOUT_MS',
@@ -63,5 +66,6 @@ export function createRegistryMetrics(): RegistryMetrics {
     hostRequest: (route, status) => hostRequests.inc({ route, status: String(status) }),
     keyCall: (result) => keyCalls.inc({ result }),
     rulesCall: (result) => rulesCalls.inc({ result }),
+    usageFlush: (result) => usageFlushes.inc({ result }),
   };
 }

@@ -15,6 +15,9 @@ import { createFeedMirror } from './feed-mirror/create-feed-mirror';
 import type { FeedMirror } from './feed-mirror/feed-mirror';
 import { addFeedService } from './grpc/feed-service';
 import { addKeyService } from './grpc/key-service';
+import { addUsageService } from './grpc/usage-service';
+import { AdminUsage } from './http/admin-usage';
+import { UsageStore } from './store/usage-store';
 import { AddressFailureLimit } from './http/address-failure-limit';
 import { createApp } from './http/create-app';
 import { createRegistryMetrics } from './metrics';
@@ -146,12 +149,18 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
           onWrite: (result) => metrics.auditWrite(result),
         });
         // Pruning may take long on a big table: it runs on the maintenance connection, not the serving pools.
-        const maintenance = { feed: new FeedStore(dbs.maintenance), audit: new AuditStore(dbs.maintenance), users: new UserActionsStore(dbs.maintenance, feed, deps.clock ?? systemClock) };
+        const maintenance = {
+          feed: new FeedStore(dbs.maintenance),
+          audit: new AuditStore(dbs.maintenance),
+          users: new UserActionsStore(dbs.maintenance, feed, deps.clock ?? systemClock),
+          usage: new UsageStore(dbs.maintenance, deps.clock ?? systemClock),
+        };
         pruner = setInterval(() => {
           maintenance.feed.prune(config.feedRetentionMs).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'tenant feed prune failed'));
           maintenance.audit.prune(config.auditRetentionMs).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'audit log prune failed'));
           // A revocation outlives every token it can concern (ARCHITECTURE "Host server API").
           maintenance.users.prune(config.feedRetentionMs / 1000).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'user revocations prune failed'));
+          maintenance.usage.prune(config.usageRetentionMs).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'usage prune failed'));
         }, PRUNE_EVERY_MS);
         pruner.unref();
         const adminTokens = new AdminTokens(config.adminToken, config.adminTokenNext);
@@ -163,13 +172,16 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         const addressLimiter = createRateLimiter({ limit: config.hostFetchAddressRateLimit, windowMs: HOST_FETCH_WINDOW_MS, clock: deps.clock ?? systemClock, logger, redis: limiterRedis, prefix: config.redis.prefix });
         const addresses = new AddressFailureLimit(addressLimiter, deps.clock ?? systemClock);
         const users = new UserActions(store.users, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds));
+        const admin = new TenantAdmin(store, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds));
         const realtime = new RealtimeClient({ baseUrls: config.realtimeUrls, internalToken: config.internalToken, timeoutMs: REALTIME_TIMEOUT_MS });
         explainer = createTokenExplainer({ address: config.verifierAddr, internalToken: config.internalToken, deadlineMs: EXPLAIN_TIMEOUT_MS });
+        const usage = new UsageStore(db, deps.clock ?? systemClock);
         const app = createApp({
+          usage: new AdminUsage(usage, admin, () => (deps.clock ?? systemClock).now()),
           explainer,
           hostFetch: { limiter, fromGateway: internalCaller(config.internalToken), addresses },
           hostApi: { users, realtime, ...(deps.clock && { clock: deps.clock }) },
-          admin: new TenantAdmin(store, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds)),
+          admin,
           hostSync: new HostSyncCheck(store, crypto.hostSync),
           adminTokens,
           audit,
@@ -185,6 +197,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         httpPort = await listen(http, config.httpPort, config.httpHost);
         rpc = new grpc.Server();
         addKeyService(rpc, store, config.internalToken, metrics, logger);
+        addUsageService(rpc, usage, config.internalToken, metrics, logger);
         const p = propagation;
         addFeedService(rpc, new FeedAnswers(store.feed, mirror, () => p.progressed(), logger), store.channelRules, config.internalToken, metrics, logger);
         health = new HealthService([REGISTRY_KEYS_SERVICE, REGISTRY_FEED_SERVICE]);

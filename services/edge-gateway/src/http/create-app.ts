@@ -1,5 +1,5 @@
 import type { Agent, IncomingMessage, ServerResponse } from 'node:http';
-import type { ErrorCode, Logger } from '@service-relay/core';
+import type { ErrorCode, Logger, UsageRecorder } from '@service-relay/core';
 import { capabilityJson } from '@service-relay/channels';
 import {
   authorizationOf,
@@ -55,6 +55,8 @@ export interface AppOptions {
    * unbounded. (Verifier calls take it through the authenticator's gate.)
    */
   lane?: UnprovenLane;
+  /** Usage metering (#30): refusals of a known tenant; none: not counted. */
+  usage?: UsageRecorder;
 }
 
 /**
@@ -274,7 +276,9 @@ export function createApp(opts: AppOptions): Express {
       // The token's channel capability (issue #13); realtime decides with it. Absent: no claim.
       if (id.cap !== undefined) headers['x-relay-cap'] = capabilityJson(id.cap);
     }
-    await forwardWithBody(req, res, MAX_API_BODY_BYTES, toRealtime, headers, DATA_LIMIT_HEADERS);
+    const forwarded = await forwardWithBody(req, res, MAX_API_BODY_BYTES, toRealtime, headers, DATA_LIMIT_HEADERS);
+    // A body over the limit of a verified caller: the tenant's payload_size refusal (smaller ones realtime judges and counts).
+    if (!forwarded && res.statusCode === 413 && ctx.tenantId !== undefined) opts.usage?.refused(ctx.tenantId, 'payload_size');
   });
 
   // A plain request to the WebSocket path (the upgrades go to ws-proxy, never here): PROTOCOL.md's 426.
@@ -299,9 +303,11 @@ async function forwardWithBody(
   forward: ForwardFn,
   headers: Record<string, string>,
   refusalHeaders?: Readonly<Record<string, string>>,
-): Promise<void> {
+): Promise<boolean> {
   const body = await readBodyOrRefuse(req, res, limit, { ...(refusalHeaders && { refusalHeaders }) });
-  if (body !== undefined) forward(req, res, body, headers);
+  if (body === undefined) return false;
+  forward(req, res, body, headers);
+  return true;
 }
 
 /** The gateway's error answer: when the request body was not read, the connection is closed after it. */

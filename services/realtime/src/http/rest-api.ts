@@ -11,6 +11,7 @@ import { applyPublishRule } from '../messaging/publish-rule';
 import { EPOCH_SHAPE } from '../messaging/recovery';
 import type { RealtimeMetrics } from '../metrics';
 import type { Presence } from '../presence/presence';
+import type { UsageMeter } from '@service-relay/core';
 import { requestLog } from './request-log';
 
 const MESSAGES_PATH = /^\/api\/v1\/channels\/([^/]+)\/messages$/;
@@ -27,6 +28,8 @@ export interface RestOptions {
   channelRules?: ChannelRulesLookup;
   /** Presence listing (#13 item 3); absent: no channel has presence. */
   presence?: Pick<Presence, 'list'>;
+  /** Usage metering (#30); absent: nothing is counted. */
+  usage?: UsageMeter;
 }
 
 const ALWAYS = () => true;
@@ -136,8 +139,12 @@ async function publish(opts: RestOptions, req: IncomingMessage, res: ServerRespo
   const deps = { messages: opts.messages, acceptingPublishes: opts.acceptingPublishes ?? ALWAYS };
   const idempotencyKey = req.headers['idempotency-key'];
   const verdict = await applyPublishRule(deps, { ref, userId: caller.userId, data: (body as { data: unknown }).data, idempotencyKey });
-  if (!verdict.ok) return fail(res, verdict.refusal === 'malformed' ? 'invalid_body' : verdict.refusal);
+  if (!verdict.ok) {
+    if (verdict.refusal === 'payload_too_large') opts.usage?.refused(ref.tenantId, 'payload_size');
+    return fail(res, verdict.refusal === 'malformed' ? 'invalid_body' : verdict.refusal);
+  }
   opts.metrics.messagesIn.inc({ source: 'rest' });
+  opts.usage?.published(ref.tenantId, 'rest', verdict.bytes);
   // A retry with a known key gets the first message again, with the same status.
   sendJson(res, 201, messageJson(verdict.message));
 }

@@ -1,3 +1,4 @@
+import type { UsageMeter } from '@service-relay/core';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { codeOf, errorBody, isCanonicalUuid, type ErrorCode, type Logger } from '@service-relay/core';
 import { CHANNEL_NAME, decodeChannel } from '@service-relay/channels';
@@ -32,7 +33,11 @@ export interface ServerApiOptions {
   acceptingPublishes: () => boolean;
   /** realtime's presence listing (presence/presence.ts); absent, the listing answers 503 unavailable. */
   presence?: PresenceLister | undefined;
+  /** Usage metering (#30); absent: nothing is counted. */
+  usage?: UsageRecorderOf | undefined;
 }
+
+type UsageRecorderOf = Pick<UsageMeter, 'published' | 'refused'>;
 
 /**
  * The host server API's realtime side (#13), called by the registry only: it
@@ -104,9 +109,11 @@ async function publish(opts: ServerApiOptions, req: IncomingMessage, res: Server
     if (!verdict.ok) {
       const refusal = verdict.refusal;
       if (refusal === 'malformed') return sendJson(res, 400, errorBody('invalid_body', { problem: MALFORMED_PUBLISH }));
+      if (refusal === 'payload_too_large') opts.usage?.refused(tenantId, 'payload_size');
       return fail(res, refusal);
     }
     opts.metrics.messagesIn.inc({ source: 'server' });
+    opts.usage?.published(tenantId, 'host', verdict.bytes);
     published.push(verdict.message);
   }
   sendJson(res, 201, `{"messages":[${published.map(messageJson).join(',')}]}`);

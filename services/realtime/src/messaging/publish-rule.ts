@@ -12,7 +12,8 @@ export const IDEMPOTENCY_KEY = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 /** Why a publish was refused before reaching the store; each transport names `malformed` its own way. */
 export type PublishRefusal = 'malformed' | 'payload_too_large' | 'unavailable';
-export type PublishVerdict = { ok: true; message: Message } | { ok: false; refusal: PublishRefusal };
+/** `bytes`: the UTF-8 size of the message's `data` (usage metering counts it). */
+export type PublishVerdict = { ok: true; message: Message; bytes: number } | { ok: false; refusal: PublishRefusal };
 
 export interface PublishRuleDeps {
   messages: MessageBus;
@@ -39,10 +40,11 @@ export async function applyPublishRule(deps: PublishRuleDeps, req: PublishReques
   if (!nestsWithin(req.data, MAX_DATA_DEPTH)) return refuse('malformed');
   const dataJson = JSON.stringify(req.data);
   if (dataJson === undefined) return refuse('malformed');
-  if (Buffer.byteLength(dataJson) > MAX_DATA_BYTES) return refuse('payload_too_large');
+  const bytes = Buffer.byteLength(dataJson);
+  if (bytes > MAX_DATA_BYTES) return refuse('payload_too_large');
   if (!deps.acceptingPublishes()) return refuse('unavailable');
   const message = await deps.messages.publish(req.ref, req.userId, dataJson, key === undefined ? {} : { idempotencyKey: key });
-  return { ok: true, message };
+  return { ok: true, message, bytes };
 }
 
 /** True when no array or object lies deeper than `levels` (a scalar is depth 0). Recursion stops at the bound. */

@@ -71,6 +71,12 @@ export class ChannelFrames {
       return conn.error(verdict.refusal === 'malformed' ? 'invalid_frame' : verdict.refusal, frame.ref);
     }
     ctx.metrics.messagesIn.inc({ source: 'ws' });
+    // The connection's own counters: no lookup per publish (closed meanwhile: the stored message still counts).
+    const usage = conn.usage;
+    if (usage) {
+      usage.publishedWs += 1;
+      usage.bytesIn += verdict.bytes;
+    } else ctx.usage?.published(conn.identity.tenantId, 'ws', verdict.bytes);
     conn.send(replyFrame({ type: 'published', topic: name, id: verdict.message.id }, frame.ref));
   }
 

@@ -8,6 +8,7 @@ import type { Scheduler } from '../timers/scheduler';
 import type { TopicHub } from '../topics/topic-hub';
 import type { Ref } from './client-frame';
 import type { ConnectionRegistry } from './connection-registry';
+import type { TenantUsage, UsageMeter } from '@service-relay/core';
 import type { Pingable } from './ping-sweep';
 import type { FrameSink } from './subscription';
 
@@ -45,6 +46,8 @@ export interface ConnectionContext {
   presence?: Presence;
   /** Every connection whose socket is not yet closed (ping and shutdown); each adds and removes itself. */
   live?: Set<LiveConnection>;
+  /** Usage metering (#30); absent: nothing is counted. */
+  usage?: UsageMeter;
 }
 
 export const ALWAYS = (): boolean => true;
@@ -52,6 +55,8 @@ export const ALWAYS = (): boolean => true;
 /** A connection as its frame handlers (channel frames, presence, token refresh) see it. */
 export interface FrameConnection extends FrameSink {
   readonly identity: VerifiedIdentity;
+  /** The tenant's usage counters while the connection is open (#30); undefined when not metered. */
+  readonly usage?: TenantUsage | undefined;
   /** Closed by this side (revoked, expired, dropped): nothing more is acted on or sent. */
   readonly closed: boolean;
   /** ConnectionContext.serving, or always. */

@@ -11,6 +11,7 @@ import { ALWAYS, type ConnectionContext, type FrameConnection, type LiveConnecti
 import type { TrackedConnection } from './connection-registry';
 import { socketOf, writeTextFrame } from './server-frame';
 import { TokenRefresh } from './token-refresh';
+import type { TenantUsage } from '@service-relay/core';
 
 const TEXT = { binary: false } as const;
 const CONNECTION = Symbol('connection');
@@ -54,6 +55,8 @@ export class Connection implements TrackedConnection, FrameConnection, LiveConne
   private heldBytes = 0;
   /** The ping sweep's step of the ping not answered yet, 0 once answered (ws/ping-sweep.ts). */
   pingedAt = 0;
+  /** The tenant's usage counters while the connection is open (#30). */
+  usage: TenantUsage | undefined;
 
   constructor(
     private readonly ws: WebSocket,
@@ -76,6 +79,7 @@ export class Connection implements TrackedConnection, FrameConnection, LiveConne
     skipRepeatedWsEnds(ws);
     ctx.registry.add(this);
     ctx.live?.add(this);
+    this.usage = ctx.usage?.connected(identity.tenantId);
     this.armExpiry();
     this.send(replyFrame({ type: 'ready', tenant_id: identity.tenantId, user_id: identity.userId, expires_at: identity.expiresAt }, undefined));
   }
@@ -155,8 +159,13 @@ export class Connection implements TrackedConnection, FrameConnection, LiveConne
    * frames of one tick go out together, as one `batch` frame when there are
    * several. A consumer that lets its send buffer grow past the bound is dropped.
    */
-  sendMessage(frame: Buffer | string): void {
+  sendMessage(frame: Buffer | string, message = false): void {
     if (this.closeCode !== undefined) return;
+    const usage = this.usage;
+    if (message && usage) {
+      usage.deliveries += 1;
+      usage.bytesOut += typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length;
+    }
     this.flushAtEndOfTick();
     if (this.batching === 'none') return this.write(frame);
     (this.held ??= []).push(frame);
@@ -212,6 +221,7 @@ export class Connection implements TrackedConnection, FrameConnection, LiveConne
 
   refuse(limit: string, code: ErrorCode, ref: Ref | undefined, extra: { limit: number; retry_after_ms?: number }): void {
     this.ctx.metrics.limitRefusals.inc({ limit });
+    this.ctx.usage?.refused(this.identity.tenantId, limit);
     this.error(code, ref, extra);
   }
 
@@ -262,5 +272,9 @@ export class Connection implements TrackedConnection, FrameConnection, LiveConne
     this.cancelExpiry();
     this.channels?.dropAll();
     this.ctx.registry.remove(this);
+    if (this.usage) {
+      this.ctx.usage?.disconnected(this.usage);
+      this.usage = undefined;
+    }
   }
 }

@@ -14,7 +14,8 @@ export interface SubscriptionPresence {
 
 /** Where a subscription's frames go (the connection). */
 export interface FrameSink {
-  sendMessage(frame: Buffer | string): void;
+  /** `message`: a channel message (counted as a delivery), not a presence event. */
+  sendMessage(frame: Buffer | string, message?: boolean): void;
 }
 
 /**
@@ -85,6 +86,6 @@ export class Subscription implements TopicSubscriber {
     if (this.cancelled || !isAfter(m, this.lastMs, this.lastSeq)) return;
     this.lastMs = m.ms;
     this.lastSeq = m.seq;
-    this.sink.sendMessage(frame);
+    this.sink.sendMessage(frame, true);
   }
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { UsageRecorder } from '@service-relay/core';
 import type { Duplex } from 'node:stream';
 import { codeOf, redactUrl, RelayError, type ErrorCode, type Logger } from '@service-relay/core';
 import { authorizationOf, bearerToken, rawErrorResponse, WWW_AUTHENTICATE } from '@service-relay/edge';
@@ -22,6 +23,8 @@ export interface UpgradeOptions {
   logger: Logger;
   /** MAX_CONNECTIONS_PER_TENANT across instances; without it every verified client is admitted. */
   tenantConnections?: TenantConnections;
+  /** Counts the refusals by tenant (#30 usage metering). */
+  usage?: UsageRecorder;
   /** `slot` is the tenant connection slot the connection must release when its socket closes; `batch`: the batch frames the client asked for. */
   accept(ws: WebSocket, identity: VerifiedIdentity, token: string, slot: TenantSlot, batch: BatchMode): void;
 }
@@ -80,6 +83,7 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
             upgraded = true;
             if (!admission.ok) {
               opts.metrics.limitRefusals.inc({ limit: 'tenant_connections' });
+              opts.usage?.refused(identity.tenantId, 'tenant_connections');
               if (opts.scheduler.now() - lastTenantLimitLog >= 1000) {
                 lastTenantLimitLog = opts.scheduler.now();
                 opts.logger.info({ tenant_id: identity.tenantId, limit: admission.limit }, 'websocket refused: tenant connection limit');

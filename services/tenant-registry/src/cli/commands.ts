@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { CliConfig } from './config';
 import { deletedMessage, deleteTenantRequest, UsageError } from './delete-tenant';
+import { formatUsage, type UsageFormat } from './usage-format';
 
 export interface CliOutput {
   out(text: string): void;
@@ -19,6 +20,8 @@ interface CliRequest {
   tenant?: string | undefined;
   /** A JSON body (`rules set`). */
   body?: string;
+  /** How a 200's body is printed (default: indented JSON). */
+  render?: (body: unknown) => string;
 }
 
 interface CommandContext {
@@ -83,6 +86,11 @@ export const COMMANDS: Record<string, Command> = {
     args: 'JWT|-',
     help: 'why a user token is refused (or accepted): reason code, meaning, fix, decoded header and claims; - reads stdin',
     request: explainRequest,
+  },
+  usage: {
+    args: '[ID] [--from T] [--to T] [--granularity hour|day] [--sort S] [--limit N] [--cursor C] [--format table|csv|json]',
+    help: "usage per hour or UTC day (T: RFC 3339, default the last 24 h): one tenant's, or every tenant's sorted by S (published, deliveries, bytes_in, bytes_out, peak_connections, connection_minutes, refusals)",
+    request: usageRequest,
   },
   audit: {
     args: '[--tenant ID] [--limit N] [--cursor C]',
@@ -154,6 +162,27 @@ function listRequest(name: string, path: string, flags: Record<string, string>, 
     const q = query.toString();
     return { method: 'GET', path: `${path}${q ? `?${q}` : ''}`, tenant: query.get('tenant_id') ?? undefined };
   };
+}
+
+/** `usage [ID] [flags]`: GET /admin/tenants/{id}/usage or /admin/usage, printed as a table (default), CSV or JSON. */
+function usageRequest(args: string[]): CliRequest {
+  const id = args[0] !== undefined && !args[0].startsWith('--') ? args[0] : undefined;
+  const rest = id === undefined ? args : args.slice(1);
+  const flags: Record<string, string> = { '--from': 'from', '--to': 'to', '--granularity': 'granularity', ...(id === undefined && { '--sort': 'sort', '--limit': 'limit', '--cursor': 'cursor' }) };
+  let format: UsageFormat = 'table';
+  const passed: string[] = [];
+  for (let i = 0; i < rest.length; i += 2) {
+    if (rest[i] !== '--format') {
+      passed.push(rest[i]!, ...(rest[i + 1] === undefined ? [] : [rest[i + 1]!]));
+      continue;
+    }
+    const f = rest[i + 1];
+    if (f !== 'table' && f !== 'csv' && f !== 'json') throw new UsageError('usage --format takes table, csv or json');
+    format = f;
+  }
+  const path = id === undefined ? '/admin/usage' : `/admin/tenants/${encodeURIComponent(id)}/usage`;
+  const request = listRequest('usage', path, flags)(passed);
+  return { ...request, tenant: id, render: (body) => formatUsage(body, format) };
 }
 
 /** `rules get|reset ID`, `rules set ID [--file F]` (F `-` or no --file: standard input, which must not be a terminal). */
@@ -273,7 +302,7 @@ export async function runAdminCli(argv: string[], config: CliConfig, io: CliOutp
     body = undefined;
   }
   if (res.ok && body !== undefined) {
-    io.out(JSON.stringify(body, null, 2));
+    io.out(request.render ? request.render(body) : JSON.stringify(body, null, 2));
     if (command.done) io.err(command.done(body));
     return 0;
   }

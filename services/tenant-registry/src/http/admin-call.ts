@@ -12,7 +12,7 @@ export const ACTIONS: ReadonlyArray<readonly [string, TenantAction]> = [
 ];
 
 export interface AdminCall {
-  /** The route's name (create, list, get, update, delete, audit, explain_token, a TenantAction, or get/set/reset_channel_rules), or "unknown". */
+  /** The route's name (create, list, get, update, delete, audit, explain_token, usage, tenant_usage, a TenantAction, or get/set/reset_channel_rules), or "unknown". */
   action: string;
   /** The tenant the path names, when it is a well-formed id. */
   tenantId: string | null;
@@ -42,12 +42,14 @@ export function describeAdminCall(method: string, path: string): AdminCall {
   const head = first?.toLowerCase();
   const m = method === 'HEAD' ? 'GET' : method;
   if (head === 'audit' && segments.length === 1) return { action: m === 'GET' ? 'audit' : 'unknown', tenantId: null };
+  if (head === 'usage' && segments.length === 1) return { action: m === 'GET' ? 'usage' : 'unknown', tenantId: null };
   if (head === 'explain_token' && segments.length === 1) return { action: m === 'POST' ? 'explain_token' : 'unknown', tenantId: null };
   if (head !== 'tenants') return { action: 'unknown', tenantId: null };
   if (id === undefined) return { action: m === 'POST' ? 'create' : m === 'GET' ? 'list' : 'unknown', tenantId: null };
   const tenantId = isCanonicalUuid(id) ? id : null;
   if (rest.length === 0) return { action: m === 'GET' ? 'get' : m === 'PATCH' ? 'update' : m === 'DELETE' ? 'delete' : 'unknown', tenantId };
   const suffix = rest.join('/').toLowerCase();
+  if (suffix === 'usage') return { action: m === 'GET' ? 'tenant_usage' : 'unknown', tenantId };
   if (suffix === CHANNEL_RULES_PATH) return { action: CHANNEL_RULES_ACTIONS[m] ?? 'unknown', tenantId };
   if (rest.length === 3 && rest[0]!.toLowerCase() === 'users') return { action: (m === 'POST' && USER_ACTION_BY_SUFFIX.get(rest[2]!.toLowerCase())) || 'unknown', tenantId };
   const action = m === 'POST' ? ACTION_BY_SUFFIX.get(suffix) : undefined;

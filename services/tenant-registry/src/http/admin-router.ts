@@ -19,6 +19,7 @@ import { decodeCursor, encodeCursor, parseLimit } from './list-cursor';
 import { requestLog } from './request-log';
 import { errorCodeFor, NO_STORE } from './send';
 import type { TokenExplainer } from '../verifier/token-explainer';
+import type { AdminUsage } from './admin-usage';
 
 /** Reads the body into `req.body` (a Buffer); past the limit `payload_too_large`, a client gone mid-body `invalid_body`. */
 function rawBodyUpTo(limit: number) {
@@ -41,6 +42,8 @@ export interface AdminRouterDeps {
   users?: UserActions | undefined;
   /** The verifier's explanation of a token (explain_token); absent, that route answers 404. */
   explainer?: TokenExplainer | undefined;
+  /** Usage reads (#30); absent, those routes answer 404. */
+  usage?: AdminUsage | undefined;
   adminTokens: AdminTokens;
   audit: AuditLog;
   metrics: RegistryMetrics;
@@ -229,6 +232,24 @@ export function adminRouter(deps: AdminRouterDeps): Router {
         await answer(req, res, 200, explanation);
       })
       .all(methodNotAllowed('POST'));
+  }
+
+  if (deps.usage) {
+    const usage = deps.usage;
+    router
+      .route('/tenants/:id/usage')
+      .get(named('tenant_usage'), async (req, res) => {
+        const a = await usage.tenant(req, tenantIdParam(req));
+        await answer(req, res, a.status, a.body, {}, a.error);
+      })
+      .all(methodNotAllowed('GET'));
+    router
+      .route('/usage')
+      .get(named('usage'), async (req, res) => {
+        const a = await usage.all(req);
+        await answer(req, res, a.status, a.body, {}, a.error);
+      })
+      .all(methodNotAllowed('GET'));
   }
 
   router

@@ -12,6 +12,7 @@ import { hostSyncFetch, type HostFetchLimit } from './host-sync-fetch';
 import { bindRequestLog, requestLog } from './request-log';
 import { errorCodeFor, NO_STORE } from './send';
 import type { TokenExplainer } from '../verifier/token-explainer';
+import type { AdminUsage } from './admin-usage';
 
 export interface AppDeps {
   admin: TenantAdmin;
@@ -26,6 +27,8 @@ export interface AppDeps {
   hostApi?: Omit<HostApiDeps, 'hostSync' | 'metrics' | 'logger' | 'limit'>;
   /** The admin API's explain_token (#29); absent, that route answers 404. */
   explainer?: TokenExplainer;
+  /** The admin API's usage reads (#30); absent, those routes answer 404. */
+  usage?: AdminUsage;
 }
 
 /** The registry's HTTP API: host-sync fetch and admin API (ops endpoints are served in front of it). */

@@ -1,0 +1,67 @@
+import { makeRow } from '../lib/result-schema';
+import { rotate, sleep, withWorkers, type Scenario } from '../lib/scenario';
+import { watchCpu, type WorkerHandle } from '../lib/workers';
+
+const ROW = { name: 'usage_metering_ratio', unit: 'msgs/s', baselineName: 'same realtime, USAGE_METERING=false', target: 0.95 };
+const SUBSCRIBERS = 50;
+const MESSAGE_BYTES = 100;
+const WINDOW = 32;
+const CHANNEL = 'bench-usage';
+
+/**
+ * Publish and fan-out throughput with usage metering on (every publish and
+ * delivery counted per tenant, flushed to the registry every second) against
+ * the same realtime code with it off: two fresh realtime processes on the
+ * same Redis, verifier and registry, the same tenant, publisher, window and
+ * subscribers, measured in turns (A B, B A, ...).
+ */
+export const usageMetering: Scenario = {
+  rows: [ROW],
+  run: (ctx) =>
+    withWorkers(async (spawn) => {
+      const { budget, stack } = ctx;
+      const started: WorkerHandle[] = [];
+      try {
+        const on = await stack.startRealtime('realtime-usage-on', [], { USAGE_METERING: 'true', USAGE_FLUSH_INTERVAL_S: '1' });
+        started.push(on.worker);
+        const off = await stack.startRealtime('realtime-usage-off', [], { USAGE_METERING: 'false' });
+        started.push(off.worker);
+        const key = stack.key;
+        // A channel per side: on one channel, each side's publishes would also fan out on the other process (both on one Redis).
+        const topicOf = (side: string) => `tenants/${key.tenantId}/channels/${CHANNEL}-${side}`;
+        const sides = { on, off } as const;
+        const [publisher, subscribers] = await Promise.all([spawn('ws-clients', { label: 'publisher' }), spawn('ws-clients', { label: 'subscribers' })]);
+        for (const [group, side] of Object.entries(sides)) {
+          const opened = await subscribers.call<{ opened: number; firstError?: string }>('open', { group, variant: 'relay', base: side.ws, count: SUBSCRIBERS, concurrency: 10, level: 'subscribed', topic: topicOf(group), key });
+          if (opened.opened < SUBSCRIBERS) throw new Error(`${group}: only ${opened.opened} subscribers (${opened.firstError})`);
+        }
+        const count = (group: string) => subscribers.call<{ delivered: number; atMs: number }>('count', { group });
+        const start = (side: keyof typeof sides) => publisher.call('publishStart', { group: side, variant: 'relay', base: sides[side].ws, topic: topicOf(side), window: WINDOW, bytes: MESSAGE_BYTES, key });
+        for (const side of ['on', 'off'] as const) {
+          await start(side);
+          await sleep(Math.max(1, budget.warmupSeconds) * 1000);
+          await publisher.call('publishStop', { group: side });
+        }
+        const figures: Record<keyof typeof sides, number[]> = { on: [], off: [] };
+        const limited: Partial<Record<keyof typeof sides, string>> = {};
+        const rounds = Math.max(2, budget.httpRuns);
+        for (let round = 0; round < rounds; round++) {
+          for (const side of rotate(['on', 'off'] as const, round)) {
+            await start(side);
+            await sleep(500);
+            const cpu = await watchCpu([sides[side].worker, subscribers, publisher]);
+            const before = await count(side);
+            await sleep(budget.seconds * 1000);
+            const after = await count(side);
+            limited[side] = await cpu();
+            await publisher.call('publishStop', { group: side });
+            figures[side].push(((after.delivered - before.delivered) / (after.atMs - before.atMs)) * 1000);
+          }
+        }
+        const note = `${SUBSCRIBERS} subscribers, ${MESSAGE_BYTES}-byte data, window ${WINDOW}; metering flushes every 1 s`;
+        return [makeRow({ ...ROW, ours: figures.on, baseline: figures.off, quick: budget.quick, limitedBy: limited.on, baselineLimitedBy: limited.off, note })];
+      } finally {
+        await Promise.all(started.map((w) => w.stop(5000)));
+      }
+    }),
+};
