@@ -18,6 +18,8 @@ import { decodeCursor, encodeCursor, parseLimit } from './list-cursor';
 import { requestLog } from './request-log';
 import { errorCodeFor, NO_STORE } from './send';
 import type { TokenExplainer } from '../verifier/token-explainer';
+import type { LimitsAdmin } from '../tenants/limits-admin';
+import { limitsRoutes } from './admin-limits';
 
 /** Reads the body into `req.body` (a Buffer); past the limit `payload_too_large`, a client gone mid-body `invalid_body`. */
 function rawBodyUpTo(limit: number) {
@@ -40,6 +42,8 @@ export interface AdminRouterDeps {
   users?: UserActions | undefined;
   /** The verifier's explanation of a token (explain_token); absent, that route answers 404. */
   explainer?: TokenExplainer | undefined;
+  /** Plans and per-tenant limits (#30); absent, those routes answer 404. */
+  limits?: LimitsAdmin | undefined;
   adminTokens: AdminTokens;
   audit: AuditLog;
   metrics: RegistryMetrics;
@@ -218,6 +222,17 @@ export function adminRouter(deps: AdminRouterDeps): Router {
         await answer(req, res, 200, explanation);
       })
       .all(methodNotAllowed('POST'));
+  }
+
+  if (deps.limits) {
+    limitsRoutes(router, {
+      limits: deps.limits,
+      answer,
+      notPropagated: (req, res, extra, p) => notPropagated(answer, req, res, { ...extra, pending_consumers: pendingView(p) }),
+      named,
+      body: rawBodyUpTo(MAX_META_BODY_BYTES),
+      methodNotAllowed,
+    });
   }
 
   router

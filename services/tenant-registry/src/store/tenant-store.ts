@@ -7,6 +7,7 @@ import { mergeLabels, sortedLabels, type TenantFilter, type TenantMetaInput } fr
 import { applyAction, type FreshSecrets, type TenantAction } from '../tenants/tenant-rules';
 import { UnknownTenants } from '../tenants/unknown-tenants';
 import { ChannelRulesStore } from './channel-rules-store';
+import { LimitsStore } from './limits-store';
 import { FeedStore } from './feed-store';
 import { parseUserRevocations, USER_REVOCATIONS_JSON, UserActionsStore } from './user-actions-store';
 import { INSERT_TENANT, insertParams, normalizeRow, rowState, rowToTenant, TENANT_COLUMNS, UPDATE_TENANT, updateParams, withState, type TenantRow } from './tenant-row';
@@ -26,6 +27,8 @@ export class TenantStore {
   readonly channelRules: ChannelRulesStore;
   /** A host's user-level revocations and disconnects; they share the feed and the tenant row lock. */
   readonly users: UserActionsStore;
+  /** Plans and per-tenant limits (#30); their writes share the feed and the tenant row lock. */
+  readonly limits: LimitsStore;
   /**
    * Ids the database just said do not exist: key lookups and host-sync reads
    * of them are answered "no such tenant" without a query for a few seconds
@@ -44,6 +47,7 @@ export class TenantStore {
     this.unknown = new UnknownTenants(clock);
     this.channelRules = new ChannelRulesStore(db, this.feed, clock);
     this.users = new UserActionsStore(db, this.feed, clock);
+    this.limits = new LimitsStore(db, this.feed, clock);
   }
 
   /** `meta`: the name and labels to start with (labels set to null are simply not set). */
