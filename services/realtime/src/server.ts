@@ -6,13 +6,17 @@ import { guardConnections, handleOps, rawErrorResponse, sendError } from '@servi
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { RealtimeConfig } from './config';
+import { defaultLimits, type RealtimeConfig } from './config';
 import { ChannelRulesCache } from './authz/channel-rules-cache';
 import type { ChannelRulesSource } from './authz/channel-rules-source';
 import { RegistryRulesClient } from './grpc/registry-rules-client';
 import { createRestHandler } from './http/rest-api';
 import { createServerApiHandler, SERVER_API_PREFIX, type PresenceLister } from './http/server-api';
 import { createTenantConnections } from './limits/create-tenant-connections';
+import { createTenantPublishRate } from './limits/create-tenant-publish-rate';
+import { RegistryLimitsClient } from './limits/registry-limits-client';
+import { TenantRefusals } from './limits/refusals';
+import { fixedLimits, TenantLimitsCache, type LimitsSource, type TenantLimitsView } from './limits/tenant-limits-cache';
 import type { TenantConnections, TenantSlot } from './limits/tenant-connections';
 import { createMessageBus } from './messaging/create-message-bus';
 import type { MessageBus } from './messaging/message-bus';
@@ -56,6 +60,12 @@ export interface RealtimeDeps {
   tracing?: Tracing;
   /** MAX_CONNECTIONS_PER_TENANT's counter; default: on Redis or in this process by REDIS_URL. */
   tenantConnections?: TenantConnections;
+  /**
+   * Where a tenant's limits are asked for on first use (#30); default: the
+   * registry's TenantFeed.TenantLimits, or, when `channelRules` is injected
+   * (a test without a registry), none: every tenant has the environment's limits.
+   */
+  limitsSource?: LimitsSource;
 }
 
 export interface RealtimeServer {
@@ -64,6 +74,8 @@ export interface RealtimeServer {
   /** The bound port once started. */
   readonly port: number;
   readonly metrics: RealtimeMetrics;
+  /** Every refusal by a limit, per tenant (#30): usage metering listens here. */
+  readonly refusals: TenantRefusals;
 }
 
 /** HTTP + WebSocket on one port: /ws, the tenant REST API behind the gateway, and ops endpoints. */
@@ -102,6 +114,12 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const rulesSource = deps.channelRules ?? new RegistryRulesClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: RULES_DEADLINE_MS });
   const channelRules = new ChannelRulesCache({ source: rulesSource, feed, logger });
   const tenantConnections = deps.tenantConnections ?? createTenantConnections(config.redis, { limit: config.maxConnectionsPerTenant, scheduler, logger });
+  const ownsLimitsSource = !deps.limitsSource && !deps.channelRules;
+  const limitsSource = deps.limitsSource ?? (deps.channelRules ? undefined : new RegistryLimitsClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: RULES_DEADLINE_MS }));
+  const limitsCache = limitsSource && new TenantLimitsCache(defaultLimits(config), { source: limitsSource, feed, logger });
+  const limits: TenantLimitsView = limitsCache ?? fixedLimits(defaultLimits(config));
+  const tenantPublishes = createTenantPublishRate(config.redis, { clock: scheduler, logger, syncMs: config.tenantRateSyncMs, onSync: (ok) => metrics.tenantRateSyncs.inc({ result: ok ? 'ok' : 'error' }) });
+  const refusals = new TenantRefusals();
   const presence = new Presence(createPresenceStore(config.redis, { ttlMs: config.presenceTtlMs, scheduler, logger }), metrics, logger, cutoff.serving);
   const connections = new Set<Connection>();
   const ctx: ConnectionContext = {
@@ -122,6 +140,9 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     acceptingPublishes,
     serving: cutoff.serving,
     live: connections,
+    limits,
+    tenantPublishes,
+    refusals,
   };
 
   // ws closes a frame over maxPayload with 1009 itself; no compression keeps fan-out a plain write.
@@ -139,9 +160,9 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   };
 
   // The REST side continues the gateway's traceparent (ops and /ws plain requests are not traced).
-  const rest = traceRequests(tracing, createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup, presence }));
+  const rest = traceRequests(tracing, createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup, presence, limits, tenantPublishes, refusals }));
   // The host server API's realtime side (#13), called by the registry only.
-  const serverApi = createServerApiHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, presence: deps.presence ?? presence.list });
+  const serverApi = createServerApiHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, presence: deps.presence ?? presence.list, limits, tenantPublishes, refusals });
   const readiness = {
     verifier: () => verifier.ready(),
     messages: () => messages.ready(),
@@ -161,7 +182,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   });
   // WebSockets keep their socket, so they count toward the caps for as long as they are open.
   guardConnections(server, config.connectionLimits, logger);
-  const upgrade = traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, tenantConnections, accept }));
+  const upgrade = traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, tenantConnections, limits, refusals, accept }));
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (cutoff.serving()) return upgrade(req, socket, head);
     // Cut off from the tenant feed: refused before any token is looked at (the client retries, elsewhere).
@@ -176,6 +197,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
 
   return {
     metrics,
+    refusals,
     get port() {
       return port;
     },
@@ -185,6 +207,11 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       // Rules changes are applied before the feed reports them, so an admin call's 200 means new requests obey them.
       unsubscribers.push(feed.subscribe((e) => channelRules.onEvent(e)));
       unsubscribers.push(feed.onReset(() => channelRules.onReset()));
+      // Limits too (#30): a limits change is in force here before the feed reports it applied.
+      if (limitsCache) {
+        unsubscribers.push(feed.subscribe((e) => limitsCache.onEvent(e)));
+        unsubscribers.push(feed.onReset(() => limitsCache.onReset()));
+      }
       // Revocations must reach this instance from its first connection on; a
       // feed or bus that is not there yet is reported by /readyz, and until the
       // feed is current no publish is acknowledged.
@@ -206,7 +233,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       await closing;
       // Whatever this instance still counts for its tenants is given back now, not one TTL later;
       // its presence members leave now too (each closed connection left already; this is the rest).
-      await Promise.all([tenantConnections.close(), presence.close()]);
+      await Promise.all([tenantConnections.close(), presence.close(), tenantPublishes.close()]);
+      if (ownsLimitsSource) limitsSource?.close();
       if (ownsVerifier) verifier.close();
       if (ownsRulesSource) rulesSource.close();
       if (ownsMessages) await messages.close();

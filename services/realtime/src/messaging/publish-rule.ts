@@ -26,6 +26,10 @@ export interface PublishRequest {
   data: unknown;
   /** As the client sent it; undefined when absent. */
   idempotencyKey: unknown;
+  /** The tenant's largest message (#30, at most MAX_DATA_BYTES); default MAX_DATA_BYTES. */
+  maxDataBytes?: number;
+  /** The tenant's history limits (#30); default: the store's. */
+  retention?: { maxMessages: number; ttlS: number };
 }
 
 /**
@@ -39,9 +43,9 @@ export async function applyPublishRule(deps: PublishRuleDeps, req: PublishReques
   if (!nestsWithin(req.data, MAX_DATA_DEPTH)) return refuse('malformed');
   const dataJson = JSON.stringify(req.data);
   if (dataJson === undefined) return refuse('malformed');
-  if (Buffer.byteLength(dataJson) > MAX_DATA_BYTES) return refuse('payload_too_large');
+  if (Buffer.byteLength(dataJson) > Math.min(req.maxDataBytes ?? MAX_DATA_BYTES, MAX_DATA_BYTES)) return refuse('payload_too_large');
   if (!deps.acceptingPublishes()) return refuse('unavailable');
-  const message = await deps.messages.publish(req.ref, req.userId, dataJson, key === undefined ? {} : { idempotencyKey: key });
+  const message = await deps.messages.publish(req.ref, req.userId, dataJson, { ...(key !== undefined && { idempotencyKey: key }), ...(req.retention && { retention: req.retention }) });
   return { ok: true, message };
 }
 
