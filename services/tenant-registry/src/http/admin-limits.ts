@@ -90,12 +90,9 @@ export function parseSetLimits(body: unknown, replace: boolean): SetTenantLimits
   if (b.plan === null || b.plan === undefined) plan = replace ? null : (b.plan as null | undefined);
   else if (typeof b.plan === 'string' && PLAN_NAME.test(b.plan)) plan = b.plan;
   else return `plan must be a plan name (${PLAN_NAME.source}) or null`;
-  const overrides = b.overrides === undefined ? {} : parseLimits(b.overrides, !replace as true);
+  const overrides = b.overrides === undefined ? {} : replace ? parseLimits(b.overrides) : parseLimits(b.overrides, true);
   if (typeof overrides === 'string') return overrides;
-  if (replace) {
-    if (Object.values(overrides).some((v) => v === null)) return 'a PUT sets every override: leave a limit out instead of null';
-    return { plan, replace: true, overrides: overrides as PartialLimits };
-  }
+  if (replace) return { plan, replace: true, overrides: overrides as PartialLimits };
   return { ...(plan !== undefined && { plan }), replace: false, overrides: overrides as LimitsPatch };
 }
 
