@@ -136,7 +136,8 @@ async function publish(opts: RestOptions, req: IncomingMessage, res: ServerRespo
   const limits: TenantLimits | undefined = lookup instanceof Promise ? await lookup : lookup;
   // The tenant's rate before the body is read: a flood is refused at the least cost.
   if (limits && opts.tenantPublishes) {
-    const taken = opts.tenantPublishes.take(caller.tenantId, { ratePerS: limits.publish_rate_per_s, burst: limits.publish_burst });
+    const taking = opts.tenantPublishes.take(caller.tenantId, { ratePerS: limits.publish_rate_per_s, burst: limits.publish_burst });
+    const taken = taking instanceof Promise ? await taking : taking;
     if (!taken.ok) return refuseRate(opts, res, caller.tenantId, limits.publish_rate_per_s, taken.retryAfterMs);
   }
   const dataLimitHeaders = limits ? { [LIMIT_HEADER]: String(limits.max_message_bytes) } : DATA_LIMIT_HEADERS;

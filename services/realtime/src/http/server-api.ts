@@ -107,7 +107,8 @@ async function publish(opts: ServerApiOptions, req: IncomingMessage, res: Server
   const lookup = opts.limits?.load(tenantId);
   const limits = lookup instanceof Promise ? await lookup : lookup;
   if (limits && opts.tenantPublishes) {
-    const taken = opts.tenantPublishes.take(tenantId, { ratePerS: limits.publish_rate_per_s, burst: limits.publish_burst }, channels.length);
+    const taking = opts.tenantPublishes.take(tenantId, { ratePerS: limits.publish_rate_per_s, burst: limits.publish_burst }, channels.length);
+    const taken = taking instanceof Promise ? await taking : taking;
     if (!taken.ok) return refuseRate(opts, res, tenantId, limits.publish_rate_per_s, taken.retryAfterMs);
   }
   const deps = { messages: opts.messages, acceptingPublishes: opts.acceptingPublishes };

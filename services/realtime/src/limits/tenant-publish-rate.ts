@@ -1,4 +1,7 @@
-import type { Clock, Logger, Redis } from '@service-relay/core';
+import { withTimeout, type Clock, type Logger, type Redis } from '@service-relay/core';
+
+/** How long a tenant's first publish on an instance waits for Redis before this instance's own view decides. */
+const FIRST_SYNC_DEADLINE_MS = 500;
 import { TokenBucket, type TakeResult } from './token-bucket';
 
 /** A tenant's publish limit: `ratePerS` refill, `burst` at most at once. */
@@ -9,11 +12,13 @@ export interface PublishLimit {
 
 /**
  * Publishes per second per tenant, REST + WebSocket + host API together
- * (#30). `take` is synchronous and never waits on Redis: drivers are the
- * memory one (one process: exact) and the Redis one (cluster-wide, approximate).
+ * (#30). `take` does not wait on Redis but for a tenant's first publish on
+ * an instance: drivers are the memory one (one process: exact) and the Redis
+ * one (cluster-wide, approximate).
  */
 export interface TenantPublishRate {
-  take(tenantId: string, limit: PublishLimit, n?: number): TakeResult;
+  /** A promise only for a tenant's first publish on this instance (or after it went idle): one Redis call, then decided. */
+  take(tenantId: string, limit: PublishLimit, n?: number): TakeResult | Promise<TakeResult>;
   close(): Promise<void>;
 }
 
@@ -76,6 +81,8 @@ interface Tenant {
   sending: number;
   lastUsed: number;
   inFlight: boolean;
+  /** The first sync, while it is out: publishes meanwhile wait for it. */
+  first: Promise<void> | undefined;
 }
 
 export interface RedisTenantPublishRateOptions {
@@ -98,8 +105,8 @@ export interface RedisTenantPublishRateOptions {
  * refill since, minus what it admitted since. Every `syncMs` each tenant
  * active here sends what it admitted and gets the new level back: one
  * EVALSHA per active tenant per instance per interval, none per publish.
- * A tenant's first publish on an instance (or after `idleMs` idle) is
- * decided from a full bucket and syncs at once. Redis failing: this
+ * A tenant's first publish on an instance (or after `idleMs` idle) waits
+ * for one sync (a promise), then is decided like the others. Redis failing: this
  * instance's own bucket decides (fail open to per instance).
  */
 export class RedisTenantPublishRate implements TenantPublishRate {
@@ -118,15 +125,28 @@ export class RedisTenantPublishRate implements TenantPublishRate {
     this.timer.unref();
   }
 
-  take(tenantId: string, limit: PublishLimit, n = 1): TakeResult {
+  take(tenantId: string, limit: PublishLimit, n = 1): TakeResult | Promise<TakeResult> {
     const now = this.opts.clock.now();
     let t = this.tenants.get(tenantId);
     if (!t) {
-      t = { limit, level: limit.burst, syncedAt: now, pending: 0, sending: 0, lastUsed: now, inFlight: false };
-      this.tenants.set(tenantId, t);
-      // The first publish here: learn the cluster's level without waiting for the interval.
-      queueMicrotask(() => this.sync(tenantId));
+      const fresh: Tenant = { limit, level: limit.burst, syncedAt: now, pending: 0, sending: 0, lastUsed: now, inFlight: false, first: undefined };
+      t = fresh;
+      this.tenants.set(tenantId, fresh);
+      // The first publish here: the cluster's level first (one call), so a fresh instance does not start from a full bucket.
+      // Bounded: Redis silent, the instance's own view decides (fail open), and the sync keeps trying in the background.
+      const first = withTimeout(this.sync(tenantId), FIRST_SYNC_DEADLINE_MS).catch(() => {});
+      fresh.first = first;
+      void first.then(() => {
+        if (fresh.first === first) fresh.first = undefined;
+      });
     }
+    const held = t;
+    if (held.first) return held.first.then(() => this.decide(held, limit, n));
+    return this.decide(held, limit, n);
+  }
+
+  private decide(t: Tenant, limit: PublishLimit, n: number): TakeResult {
+    const now = this.opts.clock.now();
     t.limit = limit;
     t.lastUsed = now;
     const tokens = Math.min(limit.burst, t.level + ((now - t.syncedAt) * limit.ratePerS) / 1000) - t.pending - t.sending;
@@ -141,23 +161,24 @@ export class RedisTenantPublishRate implements TenantPublishRate {
     const now = this.opts.clock.now();
     for (const [tenantId, t] of this.tenants) {
       if (t.pending === 0 && now - t.lastUsed > this.idleMs && !t.inFlight) this.tenants.delete(tenantId);
-      else this.sync(tenantId);
+      else void this.sync(tenantId);
     }
   }
 
-  private sync(tenantId: string): void {
+  private sync(tenantId: string): Promise<void> {
     const t = this.tenants.get(tenantId);
-    if (!t || t.inFlight) return;
+    if (!t || t.inFlight) return Promise.resolve();
     t.inFlight = true;
     t.sending = t.pending;
     t.pending = 0;
     const sentAt = this.opts.clock.now();
-    this.redis.relayTenantPublishSync(`${this.opts.prefix}tenant-publishes:${tenantId}`, t.sending, 1000 / t.limit.ratePerS, t.limit.burst).then(
+    return this.redis.relayTenantPublishSync(`${this.opts.prefix}tenant-publishes:${tenantId}`, t.sending, 1000 / t.limit.ratePerS, t.limit.burst).then(
       (level) => {
         t.level = Number(level);
         t.syncedAt = sentAt;
         t.sending = 0;
         t.inFlight = false;
+        t.first = undefined;
         this.opts.onSync?.(true);
       },
       (err: unknown) => {
@@ -165,6 +186,7 @@ export class RedisTenantPublishRate implements TenantPublishRate {
         t.pending += t.sending;
         t.sending = 0;
         t.inFlight = false;
+        t.first = undefined;
         this.opts.onSync?.(false);
         this.opts.logger.debug({ err: (err as Error).message }, 'tenant publish rate sync failed');
       },

@@ -49,7 +49,9 @@ export class ChannelFrames {
         if (!taken.ok) return conn.refuse('publish_rate', 'rate_limited', frame.ref, { limit: rate.ratePerS, retry_after_ms: taken.retryAfterMs });
       }
       if (limits && ctx.tenantPublishes) {
-        const taken = ctx.tenantPublishes.take(conn.identity.tenantId, { ratePerS: limits.publish_rate_per_s, burst: limits.publish_burst });
+        const taking = ctx.tenantPublishes.take(conn.identity.tenantId, { ratePerS: limits.publish_rate_per_s, burst: limits.publish_burst });
+        const taken = taking instanceof Promise ? await taking : taking;
+        if (conn.closed) return;
         if (!taken.ok) return conn.refuse('tenant_publish_rate', 'rate_limited', frame.ref, { limit: limits.publish_rate_per_s, retry_after_ms: taken.retryAfterMs });
       }
     }
