@@ -169,7 +169,7 @@ describe('plans and per-tenant limits across the whole stack', () => {
     expect(await ask(subscriber, { type: 'subscribe', topic: steadyTopic })).toMatchObject({ type: 'subscribed' });
     const publisher = await open(0, signSteady());
 
-    /** `count` publishes 40 ms apart from realtime1, delivered on realtime2: each one's latency in ms. */
+    /** `count` publishes 25 ms apart from realtime1, delivered on realtime2: each one's latency in ms, and how many were refused. */
     const measure = async (label: string, count: number) => {
       const latencies: number[] = [];
       let refused = 0;
@@ -177,22 +177,27 @@ describe('plans and per-tenant limits across the whole stack', () => {
         const id = `${label}-${i}`;
         const sent = performance.now();
         publisher.send({ type: 'publish', topic: steadyTopic, data: id, ref: id });
-        const [delivered, reply] = await Promise.all([subscriber.next((f) => f.type === 'message' && f.data === id, 10_000), publisher.next((f) => f.ref === id, 10_000)]);
+        const [, reply] = await Promise.all([subscriber.next((f) => f.type === 'message' && f.data === id, 10_000), publisher.next((f) => f.ref === id, 10_000)]);
         if (reply.type !== 'published') refused++;
         latencies.push(performance.now() - sent);
-        void delivered;
-        const wait = 40 - (performance.now() - sent);
+        // A steady publisher: one message every 25 ms, not a wait for an event.
+        const wait = 25 - (performance.now() - sent);
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       }
-      latencies.sort((a, b) => a - b);
-      return { p50: latencies[Math.floor(count * 0.5)]!, p99: latencies[Math.min(count - 1, Math.ceil(count * 0.99) - 1)]!, refused };
+      return { latencies, refused };
+    };
+    const stats = (...runs: Array<{ latencies: number[] }>) => {
+      const all = runs.flatMap((r) => r.latencies).sort((a, b) => a - b);
+      return { n: all.length, p50: all[Math.floor(all.length * 0.5)]!, p99: all[Math.min(all.length - 1, Math.ceil(all.length * 0.99) - 1)]! };
     };
 
     await measure('warm', 20);
-    const quiet = await measure('quiet', 100);
-
+    // Quiet before and after the flood, pooled: the machine's own drift (other work on its 2 cores) weighs on both sides alike.
+    const before = await measure('before', 100);
     const refusedBefore = await refusals(0, 'tenant_publish_rate');
-    // The flood, from a process of its own: 10x the publish limit (200/s against 20/s) and 10x the connection limit in connect attempts per second.
+    // The flood, from a process of its own (tests/support/noisy-flood.ts, at a lower CPU priority: it stands in for
+    // clients on other machines, whose own work is not the servers'): 10x the publish limit (200/s against 20/s) and
+    // 10x the connection limit in connect attempts per second (50/s against 5).
     const floodRun = runCommand(process.execPath, ['--import', 'tsx', 'tests/support/noisy-flood.ts'], {
       TENANT_ID: noisy.tenant.tenant_id,
       SECRET: noisy.secret,
@@ -204,17 +209,25 @@ describe('plans and per-tenant limits across the whole stack', () => {
     }, 60_000);
     // The flood's sockets are open and it is sending once its first refusals show on the metrics.
     await vi.waitFor(async () => expect(await refusals(0, 'tenant_publish_rate')).toBeGreaterThan(refusedBefore), { timeout: 20_000, interval: 50 });
-    const loaded = await measure('flood', 100);
+    const during = await measure('flood', 200);
     const flood = await floodRun;
     expect(flood.code, flood.stderr).toBe(0);
+    const after = await measure('after', 100);
     const counts = JSON.parse(flood.stdout.trim().split('\n').at(-1)!) as Record<string, number>;
+    const quiet = stats(before, after);
+    const loaded = stats(during);
     console.log(
-      `noisy neighbour: steady tenant p50/p99 ${quiet.p50.toFixed(1)}/${quiet.p99.toFixed(1)} ms quiet, ${loaded.p50.toFixed(1)}/${loaded.p99.toFixed(1)} ms under the flood ` +
-        `(p99 ratio ${(loaded.p99 / quiet.p99).toFixed(2)}); noisy tenant: ${JSON.stringify(counts)}`,
+      `noisy neighbour: steady tenant p50/p99 ${quiet.p50.toFixed(1)}/${quiet.p99.toFixed(1)} ms quiet (n=${quiet.n}), ${loaded.p50.toFixed(1)}/${loaded.p99.toFixed(1)} ms under the flood (n=${loaded.n}) ` +
+        `(p99 ratio ${(loaded.p99 / quiet.p99).toFixed(2)}); noisy tenant (20/s, burst 20, 5 connections): ${JSON.stringify(counts)}`,
     );
-    expect(quiet.refused + loaded.refused).toBe(0);
-    expect(counts.ws_refused! + counts.rest_refused!).toBeGreaterThan(0);
-    expect(counts.connects_refused).toBeGreaterThan(0);
+    expect(before.refused + during.refused + after.refused).toBe(0);
+    // The flood ran at 10x: far more refused than admitted.
+    expect(counts.ws_refused! + counts.rest_refused!).toBeGreaterThan(5 * (counts.ws_published! + counts.rest_published!));
+    expect(counts.connects_refused).toBeGreaterThan(300);
+    // Across both instances the tenant rate holds within its documented error (OPERATIONS.md): rate x time + burst,
+    // plus at most one more burst taken by the other instance before they see each other's, plus the in-flight answers.
+    const admitted = counts.ws_published! + counts.rest_published!;
+    expect(admitted).toBeLessThanOrEqual(Math.ceil((20 * (counts.elapsed_ms! + 500)) / 1000) + 2 * 20);
     expect(loaded.p99).toBeLessThanOrEqual(2 * quiet.p99);
   });
 });
