@@ -162,14 +162,14 @@ describe('plans and per-tenant limits across the whole stack', () => {
 
   it('a tenant flooding at 10x its publish and connection limits does not slow a steady tenant down: p99 within 2x, nothing of it refused', async () => {
     const steady = await tenantWith({});
-    const noisy = await tenantWith({ publish_rate_per_s: 20, publish_burst: 20, max_connections: 5 });
+    const noisy = await tenantWith({ publish_rate_per_s: 20, publish_burst: 20, max_connections: 3 });
     const signSteady = signer(steady.tenant, steady.secret);
     const steadyTopic = `tenants/${steady.tenant.tenant_id}/channels/steady`;
     const subscriber = await open(1, signSteady());
     expect(await ask(subscriber, { type: 'subscribe', topic: steadyTopic })).toMatchObject({ type: 'subscribed' });
     const publisher = await open(0, signSteady());
 
-    /** `count` publishes 25 ms apart from realtime1, delivered on realtime2: each one's latency in ms, and how many were refused. */
+    /** `count` publishes 10 ms apart from realtime1, delivered on realtime2: each one's latency in ms, and how many were refused. */
     const measure = async (label: string, count: number) => {
       const latencies: number[] = [];
       let refused = 0;
@@ -180,8 +180,8 @@ describe('plans and per-tenant limits across the whole stack', () => {
         const [, reply] = await Promise.all([subscriber.next((f) => f.type === 'message' && f.data === id, 10_000), publisher.next((f) => f.ref === id, 10_000)]);
         if (reply.type !== 'published') refused++;
         latencies.push(performance.now() - sent);
-        // A steady publisher: one message every 25 ms, not a wait for an event.
-        const wait = 25 - (performance.now() - sent);
+        // A steady publisher: one message every 10 ms, not a wait for an event.
+        const wait = 10 - (performance.now() - sent);
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       }
       return { latencies, refused };
@@ -193,37 +193,37 @@ describe('plans and per-tenant limits across the whole stack', () => {
 
     await measure('warm', 20);
     // Quiet before and after the flood, pooled: the machine's own drift (other work on its 2 cores) weighs on both sides alike.
-    const before = await measure('before', 100);
+    const before = await measure('before', 250);
     const refusedBefore = await refusals(0, 'tenant_publish_rate');
     // The flood, from a process of its own (tests/support/noisy-flood.ts, at a lower CPU priority: it stands in for
     // clients on other machines, whose own work is not the servers'): 10x the publish limit (200/s against 20/s) and
-    // 10x the connection limit in connect attempts per second (50/s against 5).
+    // 10x the connection limit in connect attempts per second (30/s against 3).
     const floodRun = runCommand(process.execPath, ['--import', 'tsx', 'tests/support/noisy-flood.ts'], {
       TENANT_ID: noisy.tenant.tenant_id,
       SECRET: noisy.secret,
       WS_URLS: stack.realtimeWs.join(','),
       GATEWAY_URL: stack.gatewayUrl,
-      FLOOD_MS: '7000',
+      FLOOD_MS: '9000',
       PUBLISH_PER_S: '200',
-      CONNECT_PER_S: '50',
+      CONNECT_PER_S: '30',
     }, 60_000);
     // The flood's sockets are open and it is sending once its first refusals show on the metrics.
     await vi.waitFor(async () => expect(await refusals(0, 'tenant_publish_rate')).toBeGreaterThan(refusedBefore), { timeout: 20_000, interval: 50 });
-    const during = await measure('flood', 200);
+    const during = await measure('flood', 500);
     const flood = await floodRun;
     expect(flood.code, flood.stderr).toBe(0);
-    const after = await measure('after', 100);
+    const after = await measure('after', 250);
     const counts = JSON.parse(flood.stdout.trim().split('\n').at(-1)!) as Record<string, number>;
     const quiet = stats(before, after);
     const loaded = stats(during);
     console.log(
       `noisy neighbour: steady tenant p50/p99 ${quiet.p50.toFixed(1)}/${quiet.p99.toFixed(1)} ms quiet (n=${quiet.n}), ${loaded.p50.toFixed(1)}/${loaded.p99.toFixed(1)} ms under the flood (n=${loaded.n}) ` +
-        `(p99 ratio ${(loaded.p99 / quiet.p99).toFixed(2)}); noisy tenant (20/s, burst 20, 5 connections): ${JSON.stringify(counts)}`,
+        `(p99 ratio ${(loaded.p99 / quiet.p99).toFixed(2)}); noisy tenant (20/s, burst 20, 3 connections): ${JSON.stringify(counts)}`,
     );
     expect(before.refused + during.refused + after.refused).toBe(0);
     // The flood ran at 10x: far more refused than admitted.
     expect(counts.ws_refused! + counts.rest_refused!).toBeGreaterThan(5 * (counts.ws_published! + counts.rest_published!));
-    expect(counts.connects_refused).toBeGreaterThan(300);
+    expect(counts.connects_refused).toBeGreaterThan(180);
     // Across both instances the tenant rate holds within its documented error (OPERATIONS.md): rate x time + burst,
     // plus at most one more burst taken by the other instance before they see each other's, plus the in-flight answers.
     const admitted = counts.ws_published! + counts.rest_published!;

@@ -6,7 +6,7 @@ import { WebSocket } from 'ws';
 /**
  * A noisy tenant, in a process of its own so its client work does not slow
  * the measuring test (tests/tenant-limits.test.ts): for FLOOD_MS it sends
- * PUBLISH_PER_S publishes (4 WebSockets split over both realtime instances,
+ * PUBLISH_PER_S publishes (a WebSocket on each realtime instance,
  * a tenth of them over REST through the gateway) and CONNECT_PER_S connection
  * attempts, then prints what was admitted and refused as one JSON line.
  * Bounded: it stops by itself after FLOOD_MS (at most 60 s).
@@ -45,7 +45,7 @@ const openSocket = (url: string) =>
     });
     ws.once('error', reject);
   });
-const sockets = await Promise.all([0, 1, 2, 3].map((i) => openSocket(wsUrls[i % wsUrls.length]!)));
+const sockets = await Promise.all([0, 1].map((i) => openSocket(wsUrls[i % wsUrls.length]!)));
 const admitted: WebSocket[] = [];
 const attempt = (url: string) => {
   const ws = new WebSocket(url, { headers: { authorization: `Bearer ${connectTokens[counts.connects++ % connectTokens.length]}` } });
