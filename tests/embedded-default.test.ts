@@ -69,6 +69,18 @@ describe('npm start on the embedded default', () => {
     expect(posted.status).toBe(201);
     expect((await sock.next((f) => f.type === 'message')).data).toBe('hello');
 
+    // Per-tenant limits on the embedded default (#30): set with the CLI, in force at its answer.
+    const limited = await runCommand('npm', ['run', '--silent', 'admin', '--', 'set-limits', tenant.tenant_id, '--set', 'publish_rate_per_s=1', '--set', 'publish_burst=2', '--set', 'max_message_bytes=10'], { DATA_DIR: dataDir, REGISTRY_URL: env.REGISTRY_URL });
+    expect(limited.code, limited.stderr).toBe(0);
+    const publish = (data: string) => fetch(`${gateway}/api/v1/channels/general/messages`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ data }) });
+    const big = await publish('x'.repeat(9));
+    expect([big.status, big.headers.get('x-relay-limit')]).toEqual([413, '10']);
+    expect((await publish('hi')).status).toBe(201);
+    const over = await publish('hi');
+    expect([over.status, over.headers.get('x-relay-limit'), over.headers.get('retry-after')]).toEqual([429, '1', '1']);
+    sock.send({ type: 'publish', topic: `tenants/${tenant.tenant_id}/channels/general`, data: 'ws', ref: 'limited' });
+    expect(await sock.next((f) => f.ref === 'limited')).toMatchObject({ type: 'error', code: 'rate_limited', limit: 1 });
+
     // Ctrl-C (SIGINT to the process group): connections are closed as "going away" (realtime's
     // 1001 passes through the gateway, which the launcher stops after realtime) and every
     // service stops. npm itself then re-raises the signal (a shell shows 130), so the clean

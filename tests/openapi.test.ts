@@ -121,6 +121,29 @@ describe('docs/openapi.yaml against the running services', () => {
       expect((await call(method, rules, { params: { tenant_id: other.tenant_id }, body })).status).toBe(401);
     }
 
+    // Plans and per-tenant limits (#30), on the second tenant.
+    const limits = '/admin/tenants/{tenant_id}/limits';
+    const plan = '/admin/plans/{name}';
+    const withJson = { headers: { ...admin(), ...json } };
+    expect((await call('GET', limits, onOther)).body).toEqual({ tenant_id: other.tenant_id, plan: null, overrides: {}, limits: {}, limits_version: 0 });
+    expect((await call('PUT', plan, { ...withJson, params: { name: 'openapi-pro' }, body: '{"limits":{"max_connections":50}}' })).status).toBe(201);
+    expect((await call('PUT', plan, { ...withJson, params: { name: 'openapi-pro' }, body: '{"limits":{"max_connections":60}}' })).body).toMatchObject({ version: 2 });
+    expect((await call('GET', plan, { headers: admin(), params: { name: 'openapi-pro' } })).body).toMatchObject({ name: 'openapi-pro', tenants: 0 });
+    expect((await call('GET', '/admin/plans', { headers: admin() })).body).toMatchObject({ plans: [{ name: 'openapi-pro' }] });
+    const put = await call('PUT', limits, { ...withJson, params: { tenant_id: other.tenant_id }, body: '{"plan":"openapi-pro","overrides":{"max_message_bytes":1000}}' });
+    expect(put.body).toMatchObject({ plan: 'openapi-pro', limits: { max_connections: 60, max_message_bytes: 1000 }, limits_version: 1 });
+    expect((await call('PATCH', limits, { ...withJson, params: { tenant_id: other.tenant_id }, body: '{"overrides":{"max_message_bytes":null}}' })).body).toMatchObject({ overrides: {} });
+    expect(await call('PUT', limits, { ...withJson, params: { tenant_id: other.tenant_id }, body: '{"overrides":{"max_message_bytes":70000}}' })).toMatchObject({ status: 400, body: { errors: ['invalid_limits'], problem: expect.stringMatching(/65536/) } });
+    expect(errors(await call('PATCH', limits, { ...withJson, params: { tenant_id: other.tenant_id }, body: '{"plan":"none-such"}' }))).toEqual(['plan_not_found']);
+    expect(errors(await call('PATCH', limits, { ...withJson, params: { tenant_id: NIL_TENANT }, body: '{"plan":null}' }))).toEqual(['tenant_not_found']);
+    expect(errors(await call('GET', limits, { headers: admin(), params: { tenant_id: 'nope' } }))).toEqual(['invalid_tenant_id']);
+    expect(errors(await call('PUT', limits, { ...withJson, params: { tenant_id: other.tenant_id }, body: 'not json' }))).toEqual(['invalid_body']);
+    expect(await call('DELETE', plan, { headers: admin(), params: { name: 'openapi-pro' } })).toMatchObject({ status: 409, body: { errors: ['plan_in_use'], tenants: 1 } });
+    expect((await call('PATCH', limits, { ...withJson, params: { tenant_id: other.tenant_id }, body: '{"plan":null}' })).body).toMatchObject({ plan: null });
+    expect((await call('DELETE', plan, { headers: admin(), params: { name: 'openapi-pro' } })).body).toEqual({ name: 'openapi-pro', deleted: true });
+    expect(errors(await call('GET', plan, { headers: admin(), params: { name: 'openapi-pro' } }))).toEqual(['plan_not_found']);
+    expect(errors(await call('GET', plan, { headers: admin(), params: { name: 'Bad Name' } }))).toEqual(['invalid_limits']);
+
     // An operator's hand on one user (#13), on the second tenant.
     for (const action of ['revoke_tokens', 'disconnect']) {
       const template = `/admin/tenants/{tenant_id}/users/{user_id}/${action}`;

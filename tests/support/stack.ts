@@ -49,8 +49,8 @@ export interface StackOptions {
   gatewayToBothRealtimes?: boolean;
   /** Extra environment of the gateway (e.g. CORS_ORIGINS). */
   gatewayEnv?: Record<string, string>;
-  /** Extra environment of realtime1 and realtime2, in that order. */
-  realtimeEnv?: [Record<string, string>, Record<string, string>];
+  /** Extra environment of both realtime instances (e.g. TENANT_RATE_SYNC_MS), or of realtime1 and realtime2 in that order. */
+  realtimeEnv?: Record<string, string> | [Record<string, string>, Record<string, string>];
 }
 
 /**
@@ -92,7 +92,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     add(`verifier${i + 1}`, 'auth-verifier', { VERIFIER_GRPC_PORT: `${ports.verifierGrpc[i]}`, VERIFIER_HTTP_PORT: `${ports.verifierHttp[i]}`, REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}` }, `http://127.0.0.1:${ports.verifierHttp[i]}/healthz`);
   }
   for (const i of [0, 1]) {
-    add(`realtime${i + 1}`, 'realtime', { REALTIME_PORT: `${ports.realtime[i]}`, VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[i]}`, REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}`, ...opts.realtimeEnv?.[i] }, `http://127.0.0.1:${ports.realtime[i]}/healthz`);
+    add(`realtime${i + 1}`, 'realtime', { REALTIME_PORT: `${ports.realtime[i]}`, VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[i]}`, REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}`, ...(Array.isArray(opts.realtimeEnv) ? opts.realtimeEnv[i] : opts.realtimeEnv) }, `http://127.0.0.1:${ports.realtime[i]}/healthz`);
   }
   add('gateway', 'edge-gateway', {
     GATEWAY_PORT: `${ports.gateway}`,

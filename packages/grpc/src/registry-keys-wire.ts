@@ -63,3 +63,16 @@ export interface ChannelRulesResponse {
   /** The tenant feed sequence the answer reflects. */
   as_of_seq: number;
 }
+
+export interface TenantLimitsRequest {
+  tenant_id: string;
+}
+
+export interface TenantLimitsResponse {
+  found: boolean;
+  /** A partial limits document (JSON); empty when not found. */
+  limits_json: string;
+  limits_version: number;
+  /** The tenant feed sequence the answer reflects. */
+  as_of_seq: number;
+}

@@ -8,3 +8,4 @@ export * from './registry-feed-client';
 export * from './create-tenant-feed';
 export * from './manual-tenant-feed';
 export * from './tenant-positions';
+export * from './tenant-limits';

@@ -13,6 +13,8 @@ export const TENANT_EVENT_KINDS = [
   // `disabled` (every token refused, every connection closed) and drop or
   // purge whatever they hold of the tenant; it never comes back.
   'deleted',
+  // Issue #30: a tenant's limits changed (directly or through its plan).
+  'limits',
 ] as const;
 export type TenantEventKind = (typeof TENANT_EVENT_KINDS)[number];
 
@@ -34,7 +36,9 @@ export interface TenantEvent {
    * kinds that carry one: `channel_rules` → `{ rules, rules_version }` (the
    * tenant's new channel rules document, canonical, and its per-tenant version), `user_revoked` → `{ user_id, before }` (tokens of
    * that user with `iat` absent or earlier than `before`, unix seconds, stop
-   * verifying), `user_disconnected` → `{ user_id }`. Absent otherwise.
+   * verifying), `user_disconnected` → `{ user_id }`, `limits` → `{ limits, limits_version, plan }`
+   * (the tenant's plan and override layers merged, partial: realtime fills the
+   * rest from its environment; `limits_version` per tenant, only growing). Absent otherwise.
    */
   detail?: Readonly<Record<string, unknown>>;
 }

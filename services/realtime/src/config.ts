@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import { DEFAULT_PORTS, EnvReader, readUsageConfig, type UsageConfig, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig } from '@service-relay/core';
 import { readConnectionLimits, type ConnectionLimits } from '@service-relay/edge';
+import type { TenantLimits } from '@service-relay/tenant-events';
 
 export interface RealtimeConfig {
   port: number;
@@ -26,6 +27,13 @@ export interface RealtimeConfig {
   authFramesPerMinute: number;
   /** Open WebSocket connections per tenant across every realtime instance sharing REDIS_URL. */
   maxConnectionsPerTenant: number;
+  /** #30: the tenant publish rate's defaults (cluster-wide, REST + WebSocket + host API) and how often instances reconcile it. */
+  tenantPublishRatePerS: number;
+  tenantPublishBurst: number;
+  tenantRateSyncMs: number;
+  /** #30: members of one presence channel, and the largest message `data` (at most the contract's 64 KiB). */
+  maxPresenceMembers: number;
+  maxMessageBytes: number;
   maxFrameBytes: number;
   maxBufferedBytes: number;
   /** Presence: an instance silent this long is dead and its members are removed (within this + a third of it). */
@@ -60,6 +68,11 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
     publishBurst: r.int('PUBLISH_BURST', 1000, 1, 1_000_000),
     authFramesPerMinute: r.int('AUTH_FRAMES_PER_MINUTE', 10, 1, 10_000),
     maxConnectionsPerTenant: r.int('MAX_CONNECTIONS_PER_TENANT', 10_000, 1, 10_000_000),
+    tenantPublishRatePerS: r.int('TENANT_PUBLISH_RATE_PER_S', 10_000, 1, 1_000_000),
+    tenantPublishBurst: r.int('TENANT_PUBLISH_BURST', 20_000, 1, 1_000_000),
+    tenantRateSyncMs: r.int('TENANT_RATE_SYNC_MS', 100, 10, 10_000),
+    maxPresenceMembers: r.int('MAX_PRESENCE_MEMBERS', 10_000, 1, 1_000_000),
+    maxMessageBytes: r.int('MAX_MESSAGE_BYTES', 65_536, 1, 65_536),
     // The data limit is 64 KiB; a frame must be able to carry that plus its envelope.
     maxFrameBytes: r.int('MAX_FRAME_BYTES', 131_072, 70_000, 64 * 1024 * 1024),
     maxBufferedBytes: r.int('MAX_BUFFERED_BYTES', 4_194_304, 65_536, 1024 * 1024 * 1024),
@@ -80,4 +93,20 @@ function realtimeConnectionLimits(r: EnvReader, env: Env, standalone: boolean): 
   const limits = readConnectionLimits(r);
   if (standalone || env.MAX_CONNECTIONS_PER_ADDRESS !== undefined) return limits;
   return { ...limits, maxPerAddress: limits.maxConnections };
+}
+
+/** The environment's limits: what a tenant has where neither its plan nor its overrides say (#30). */
+export function defaultLimits(c: Readonly<RealtimeConfig>): TenantLimits {
+  return Object.freeze({
+    max_connections: c.maxConnectionsPerTenant,
+    publish_rate_per_s: c.tenantPublishRatePerS,
+    publish_burst: c.tenantPublishBurst,
+    connection_publish_rate_per_s: c.publishRatePerS,
+    connection_publish_burst: c.publishBurst,
+    max_subscriptions: c.maxSubscriptions,
+    max_presence_members: c.maxPresenceMembers,
+    history_max_messages: c.historyMaxMessages,
+    history_ttl_s: c.historyTtlS,
+    max_message_bytes: c.maxMessageBytes,
+  });
 }

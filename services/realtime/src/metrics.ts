@@ -21,6 +21,8 @@ export interface RealtimeMetrics {
   recoveries: Counter<'source' | 'result'>;
   /** Frames and connections refused by a limit (docs/API.md "Limits"), by which one. */
   limitRefusals: Counter<'limit'>;
+  /** #30: reconciliations of the cluster-wide tenant publish rate with Redis, by result (ok, error). */
+  tenantRateSyncs: Counter<'result'>;
   /** Presence (#13): this instance's member connections, and join/leave events it received for its watchers. */
   presenceMemberships: Gauge;
   presenceEvents: Counter<'type'>;
@@ -59,9 +61,10 @@ export function createRealtimeMetrics(): RealtimeMetrics {
     messagesOut,
     fanOutLatency,
     recoveries,
+    tenantRateSyncs: new Counter({ name: 'relay_realtime_tenant_rate_syncs_total', help: 'Tenant publish rate reconciliations with Redis, by result', labelNames: ['result'], registers }),
     limitRefusals: new Counter({
       name: 'relay_realtime_limit_refusals_total',
-      help: 'Refused by a limit: publish_rate, auth_frames, subscriptions, payload_size (ws), tenant_connections',
+      help: 'Refused by a limit: publish_rate, auth_frames, subscriptions, payload_size, tenant_connections, tenant_publish_rate, presence_members',
       labelNames: ['limit'],
       registers,
     }),

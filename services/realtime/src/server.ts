@@ -6,7 +6,7 @@ import { guardConnections, handleOps, rawErrorResponse, sendError } from '@servi
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { RealtimeConfig } from './config';
+import { defaultLimits, type RealtimeConfig } from './config';
 import { ChannelRulesCache } from './authz/channel-rules-cache';
 import type { ChannelRulesSource } from './authz/channel-rules-source';
 import { RegistryRulesClient } from './grpc/registry-rules-client';
@@ -14,6 +14,10 @@ import { RegistryUsageClient } from '@service-relay/grpc';
 import { createRestHandler } from './http/rest-api';
 import { createServerApiHandler, SERVER_API_PREFIX, type PresenceLister } from './http/server-api';
 import { createTenantConnections } from './limits/create-tenant-connections';
+import { createTenantPublishRate } from './limits/create-tenant-publish-rate';
+import { RegistryLimitsClient } from './limits/registry-limits-client';
+import { TenantRefusals } from './limits/refusals';
+import { fixedLimits, TenantLimitsCache, type LimitsSource, type TenantLimitsView } from './limits/tenant-limits-cache';
 import type { TenantConnections, TenantSlot } from './limits/tenant-connections';
 import { createMessageBus } from './messaging/create-message-bus';
 import type { MessageBus } from './messaging/message-bus';
@@ -66,6 +70,12 @@ export interface RealtimeDeps {
    * feed have no registry): then nothing is metered.
    */
   usageSink?: UsageSink;
+  /**
+   * Where a tenant's limits are asked for on first use (#30); default: the
+   * registry's TenantFeed.TenantLimits, or, when `channelRules` is injected
+   * (a test without a registry), none: every tenant has the environment's limits.
+   */
+  limitsSource?: LimitsSource;
 }
 
 export interface RealtimeServer {
@@ -76,6 +86,8 @@ export interface RealtimeServer {
   readonly metrics: RealtimeMetrics;
   /** Usage metering, when on (USAGE_METERING and a sink). */
   readonly usage: UsageMetering | undefined;
+  /** Every refusal by a limit, per tenant (#30): usage metering listens here. */
+  readonly refusals: TenantRefusals;
 }
 
 /** HTTP + WebSocket on one port: /ws, the tenant REST API behind the gateway, and ops endpoints. */
@@ -136,6 +148,14 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     registry: metrics.registry,
     logger,
   });
+  const ownsLimitsSource = !deps.limitsSource && !deps.channelRules;
+  const limitsSource = deps.limitsSource ?? (deps.channelRules ? undefined : new RegistryLimitsClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: RULES_DEADLINE_MS }));
+  const limitsCache = limitsSource && new TenantLimitsCache(defaultLimits(config), { source: limitsSource, feed, logger });
+  const limits: TenantLimitsView = limitsCache ?? fixedLimits(defaultLimits(config));
+  const tenantPublishes = createTenantPublishRate(config.redis, { clock: scheduler, logger, syncMs: config.tenantRateSyncMs, onSync: (ok) => metrics.tenantRateSyncs.inc({ result: ok ? 'ok' : 'error' }) });
+  const refusals = new TenantRefusals();
+  // Usage metering counts every refusal by a limit, wherever it happened.
+  if (usage) refusals.on((tenantId, limit) => usage.meter.refused(tenantId, limit));
   const connections = new Set<Connection>();
   const ctx: ConnectionContext = {
     hub,
@@ -156,6 +176,9 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     serving: cutoff.serving,
     live: connections,
     ...(usage && { usage: usage.meter }),
+    limits,
+    tenantPublishes,
+    refusals,
   };
 
   // ws closes a frame over maxPayload with 1009 itself; no compression keeps fan-out a plain write.
@@ -173,9 +196,9 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   };
 
   // The REST side continues the gateway's traceparent (ops and /ws plain requests are not traced).
-  const rest = traceRequests(tracing, createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup, presence, usage: usage?.meter }));
+  const rest = traceRequests(tracing, createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup, presence, limits, tenantPublishes, refusals, usage: usage?.meter }));
   // The host server API's realtime side (#13), called by the registry only.
-  const serverApi = createServerApiHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, presence: deps.presence ?? presence.list, usage: usage?.meter });
+  const serverApi = createServerApiHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, presence: deps.presence ?? presence.list, limits, tenantPublishes, refusals, usage: usage?.meter });
   const readiness = {
     verifier: () => verifier.ready(),
     messages: () => messages.ready(),
@@ -195,7 +218,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   });
   // WebSockets keep their socket, so they count toward the caps for as long as they are open.
   guardConnections(server, config.connectionLimits, logger);
-  const upgrade = traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, tenantConnections, accept, ...(usage && { usage: usage.meter }) }));
+  const upgrade = traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, tenantConnections, limits, refusals, accept }));
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (cutoff.serving()) return upgrade(req, socket, head);
     // Cut off from the tenant feed: refused before any token is looked at (the client retries, elsewhere).
@@ -211,6 +234,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   return {
     metrics,
     usage,
+    refusals,
     get port() {
       return port;
     },
@@ -222,6 +246,11 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       // Rules changes are applied before the feed reports them, so an admin call's 200 means new requests obey them.
       unsubscribers.push(feed.subscribe((e) => channelRules.onEvent(e)));
       unsubscribers.push(feed.onReset(() => channelRules.onReset()));
+      // Limits too (#30): a limits change is in force here before the feed reports it applied.
+      if (limitsCache) {
+        unsubscribers.push(feed.subscribe((e) => limitsCache.onEvent(e)));
+        unsubscribers.push(feed.onReset(() => limitsCache.onReset()));
+      }
       // Revocations must reach this instance from its first connection on; a
       // feed or bus that is not there yet is reported by /readyz, and until the
       // feed is current no publish is acknowledged.
@@ -246,7 +275,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       // its presence members leave now too (each closed connection left already; this is the rest).
       // A purge of a deleted tenant still running finishes first (bounded: a failing one is left to the next DELETE).
       await withTimeout(purge.settled(), 2000).catch(() => logger.warn('a deleted tenant purge was still running at stop'));
-      await Promise.all([tenantConnections.close(), presence.close()]);
+      await Promise.all([tenantConnections.close(), presence.close(), tenantPublishes.close()]);
+      if (ownsLimitsSource) limitsSource?.close();
       // The final flush: every connection is closed (its time counted), the registry still answers (it stops after realtime).
       await usage?.stop();
       if (ownsVerifier) verifier.close();

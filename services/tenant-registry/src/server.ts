@@ -27,6 +27,7 @@ import { UserActionsStore } from './store/user-actions-store';
 import { HostSyncCheck } from './tenants/host-sync-check';
 import { Propagation } from './tenants/propagation';
 import { TenantAdmin } from './tenants/tenant-admin';
+import { LimitsAdmin } from './tenants/limits-admin';
 import { UserActions } from './tenants/user-actions';
 import { RealtimeClient } from './realtime/realtime-client';
 import { createTokenExplainer, type TokenExplainer } from './verifier/token-explainer';
@@ -182,6 +183,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
           hostFetch: { limiter, fromGateway: internalCaller(config.internalToken), addresses },
           hostApi: { users, realtime, ...(deps.clock && { clock: deps.clock }) },
           admin,
+          limits: new LimitsAdmin(store.limits, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds)),
           hostSync: new HostSyncCheck(store, crypto.hostSync),
           adminTokens,
           audit,
@@ -199,7 +201,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         addKeyService(rpc, store, config.internalToken, metrics, logger);
         addUsageService(rpc, usage, config.internalToken, metrics, logger);
         const p = propagation;
-        addFeedService(rpc, new FeedAnswers(store.feed, mirror, () => p.progressed(), logger), store.channelRules, config.internalToken, metrics, logger);
+        addFeedService(rpc, new FeedAnswers(store.feed, mirror, () => p.progressed(), logger), store.channelRules, config.internalToken, metrics, logger, store.limits);
         health = new HealthService([REGISTRY_KEYS_SERVICE, REGISTRY_FEED_SERVICE]);
         health.addTo(rpc);
         grpcPort = await bindServer(rpc, grpcAddress(config.grpcHost, config.grpcPort));

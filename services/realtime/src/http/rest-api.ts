@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { codeOf, isCanonicalUuid, isUuid, type ErrorCode, type Logger } from '@service-relay/core';
 import { capabilityFromJson, decodeChannel, presenceEnabled, type ChannelCapability } from '@service-relay/channels';
-import { DATA_LIMIT_HEADERS, internalCaller, INVALID_TOKEN_HEADERS, MAX_PUBLISH_BODY_BYTES, readBodyOrRefuse, sendError, sendJson } from '@service-relay/edge';
+import { DATA_LIMIT_HEADERS, internalCaller, LIMIT_HEADER, INVALID_TOKEN_HEADERS, MAX_PUBLISH_BODY_BYTES, readBodyOrRefuse, sendError, sendJson } from '@service-relay/edge';
 import { channelAccess } from '../authz/channel-access';
 import { DEFAULT_RULES_LOOKUP, type ChannelRulesLookup } from '../authz/channel-rules-cache';
 import { isMessageId } from '../messaging/message-id';
@@ -13,6 +13,11 @@ import type { RealtimeMetrics } from '../metrics';
 import type { Presence } from '../presence/presence';
 import type { UsageMeter } from '@service-relay/core';
 import { requestLog } from './request-log';
+import type { TenantLimitsView } from '../limits/tenant-limits-cache';
+import type { TenantPublishRate } from '../limits/tenant-publish-rate';
+import type { TenantRefusals } from '../limits/refusals';
+import { publishLimits } from '../ws/channel-frames';
+import type { TenantLimits } from '@service-relay/tenant-events';
 
 const MESSAGES_PATH = /^\/api\/v1\/channels\/([^/]+)\/messages$/;
 const PRESENCE_PATH = /^\/api\/v1\/channels\/([^/]+)\/presence$/;
@@ -30,6 +35,10 @@ export interface RestOptions {
   presence?: Pick<Presence, 'list'>;
   /** Usage metering (#30); absent: nothing is counted. */
   usage?: UsageMeter;
+  /** Per-tenant limits (#30): the tenant publish rate, the largest message, history; absent: the contract's 64 KiB only. */
+  limits?: TenantLimitsView;
+  tenantPublishes?: TenantPublishRate;
+  refusals?: TenantRefusals;
 }
 
 const ALWAYS = () => true;
@@ -126,6 +135,15 @@ function callerOf(req: IncomingMessage): Caller | undefined {
 }
 
 async function publish(opts: RestOptions, req: IncomingMessage, res: ServerResponse, ref: ChannelRef, caller: Caller): Promise<void> {
+  const lookup = opts.limits?.load(caller.tenantId);
+  const limits: TenantLimits | undefined = lookup instanceof Promise ? await lookup : lookup;
+  // The tenant's rate before the body is read: a flood is refused at the least cost.
+  if (limits && opts.tenantPublishes) {
+    const taking = opts.tenantPublishes.take(caller.tenantId, { ratePerS: limits.publish_rate_per_s, burst: limits.publish_burst });
+    const taken = taking instanceof Promise ? await taking : taking;
+    if (!taken.ok) return refuseRate(opts, res, caller.tenantId, limits.publish_rate_per_s, taken.retryAfterMs);
+  }
+  const dataLimitHeaders = limits ? { [LIMIT_HEADER]: String(limits.max_message_bytes) } : DATA_LIMIT_HEADERS;
   // Past the limit the rest is read and dropped (bounded), so the client reads the 413.
   const raw = await readBodyOrRefuse(req, res, MAX_PUBLISH_BODY_BYTES, { refusalHeaders: DATA_LIMIT_HEADERS });
   if (raw === undefined) return;
@@ -138,11 +156,13 @@ async function publish(opts: RestOptions, req: IncomingMessage, res: ServerRespo
   if (typeof body !== 'object' || body === null || Array.isArray(body) || !('data' in body)) return fail(res, 'invalid_body');
   const deps = { messages: opts.messages, acceptingPublishes: opts.acceptingPublishes ?? ALWAYS };
   const idempotencyKey = req.headers['idempotency-key'];
-  const verdict = await applyPublishRule(deps, { ref, userId: caller.userId, data: (body as { data: unknown }).data, idempotencyKey });
-  if (!verdict.ok) {
-    if (verdict.refusal === 'payload_too_large') opts.usage?.refused(ref.tenantId, 'payload_size');
-    return fail(res, verdict.refusal === 'malformed' ? 'invalid_body' : verdict.refusal);
+  const verdict = await applyPublishRule(deps, { ref, userId: caller.userId, data: (body as { data: unknown }).data, idempotencyKey, ...publishLimits(limits) });
+  if (!verdict.ok && verdict.refusal === 'payload_too_large') {
+    opts.metrics.limitRefusals.inc({ limit: 'payload_size' });
+    opts.refusals?.refused(caller.tenantId, 'payload_size');
+    return sendError(res, 'payload_too_large', { ...dataLimitHeaders });
   }
+  if (!verdict.ok) return fail(res, verdict.refusal === 'malformed' ? 'invalid_body' : verdict.refusal);
   opts.metrics.messagesIn.inc({ source: 'rest' });
   opts.usage?.published(ref.tenantId, 'rest', verdict.bytes);
   // A retry with a known key gets the first message again, with the same status.
@@ -168,6 +188,13 @@ function historyJson(page: HistoryPage): string {
   const r = page.recovery;
   const recovery = r === undefined ? '' : r.recovered ? ',"recovered":true' : `,"recovered":false,"reason":"${r.reason}"`;
   return `{"messages":[${page.messages.map(messageJson).join(',')}],"epoch":${JSON.stringify(page.epoch)}${recovery}}`;
+}
+
+/** `429 rate_limited` + `Retry-After` (s) + `X-Relay-Limit` (the rate per second), counted for the tenant. */
+export function refuseRate(opts: { metrics: RealtimeMetrics; refusals?: TenantRefusals | undefined }, res: ServerResponse, tenantId: string, limit: number, retryAfterMs: number): void {
+  opts.metrics.limitRefusals.inc({ limit: 'tenant_publish_rate' });
+  opts.refusals?.refused(tenantId, 'tenant_publish_rate');
+  sendError(res, 'rate_limited', { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))), [LIMIT_HEADER]: String(limit) });
 }
 
 function fail(res: ServerResponse, code: ErrorCode, headers: Record<string, string> = {}): void {

@@ -8,6 +8,12 @@ import type { MessageBus } from '../messaging/message-bus';
 import { applyPublishRule } from '../messaging/publish-rule';
 import type { RealtimeMetrics } from '../metrics';
 import { requestLog } from './request-log';
+import { refuseRate } from './rest-api';
+import type { TenantLimitsView } from '../limits/tenant-limits-cache';
+import type { TenantPublishRate } from '../limits/tenant-publish-rate';
+import type { TenantRefusals } from '../limits/refusals';
+import { publishLimits } from '../ws/channel-frames';
+import { LIMIT_HEADER } from '@service-relay/edge';
 
 /** The internal server API's paths; the gateway forwards only /api/v1/*, so no client reaches them through it. */
 export const SERVER_API_PREFIX = '/internal/server/';
@@ -35,9 +41,13 @@ export interface ServerApiOptions {
   presence?: PresenceLister | undefined;
   /** Usage metering (#30); absent: nothing is counted. */
   usage?: UsageRecorderOf | undefined;
+  /** Per-tenant limits (#30): a host publish counts once per channel toward the tenant publish rate. */
+  limits?: TenantLimitsView | undefined;
+  tenantPublishes?: TenantPublishRate | undefined;
+  refusals?: TenantRefusals | undefined;
 }
 
-type UsageRecorderOf = Pick<UsageMeter, 'published' | 'refused'>;
+type UsageRecorderOf = Pick<UsageMeter, 'published'>;
 
 /**
  * The host server API's realtime side (#13), called by the registry only: it
@@ -99,17 +109,27 @@ async function publish(opts: ServerApiOptions, req: IncomingMessage, res: Server
   const { channels, data, idempotency_key: idempotencyKey } = body as { channels?: unknown; data: unknown; idempotency_key?: unknown };
   if (!Array.isArray(channels) || channels.length < 1 || channels.length > MAX_CHANNELS || new Set(channels).size !== channels.length) return sendError(res, 'invalid_body');
   if (!channels.every((c): c is string => typeof c === 'string' && CHANNEL_NAME.test(c))) return sendError(res, 'invalid_channel');
+  const lookup = opts.limits?.load(tenantId);
+  const limits = lookup instanceof Promise ? await lookup : lookup;
+  if (limits && opts.tenantPublishes) {
+    const taking = opts.tenantPublishes.take(tenantId, { ratePerS: limits.publish_rate_per_s, burst: limits.publish_burst }, channels.length);
+    const taken = taking instanceof Promise ? await taking : taking;
+    if (!taken.ok) return refuseRate(opts, res, tenantId, limits.publish_rate_per_s, taken.retryAfterMs);
+  }
   const deps = { messages: opts.messages, acceptingPublishes: opts.acceptingPublishes };
   // In order, one after another: a refusal (size, gate) is the same for every
   // channel and so comes with the first, before anything is stored.
   const published: Message[] = [];
   for (const channel of channels) {
-    const verdict = await applyPublishRule(deps, { ref: { tenantId, channel }, userId: SERVER_USER_ID, data, idempotencyKey });
+    const verdict = await applyPublishRule(deps, { ref: { tenantId, channel }, userId: SERVER_USER_ID, data, idempotencyKey, ...publishLimits(limits) });
     // Bad input names what is allowed, like every other host API refusal (API.md "Host server API").
     if (!verdict.ok) {
       const refusal = verdict.refusal;
       if (refusal === 'malformed') return sendJson(res, 400, errorBody('invalid_body', { problem: MALFORMED_PUBLISH }));
-      if (refusal === 'payload_too_large') opts.usage?.refused(tenantId, 'payload_size');
+      if (refusal === 'payload_too_large') {
+        opts.refusals?.refused(tenantId, 'payload_size');
+        if (limits) return sendError(res, 'payload_too_large', { [LIMIT_HEADER]: String(limits.max_message_bytes) });
+      }
       return fail(res, refusal);
     }
     opts.metrics.messagesIn.inc({ source: 'server' });

@@ -19,7 +19,7 @@ export function createTenantConnections(redis: Readonly<RedisSettings>, opts: Te
   const counter = new RedisTenantConnections({ redis: client, prefix: redis.prefix, limit: opts.limit, scheduler: opts.scheduler, logger: opts.logger });
   return {
     limit: counter.limit,
-    acquire: (tenantId) => counter.acquire(tenantId),
+    acquire: (tenantId, limit) => counter.acquire(tenantId, limit),
     forget: (tenantId) => counter.forget(tenantId),
     async close() {
       await counter.close();

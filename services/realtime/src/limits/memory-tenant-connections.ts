@@ -44,12 +44,12 @@ export class MemoryTenantConnections implements TenantConnections {
     return this.counts.entries();
   }
 
-  acquire(tenantId: string): Promise<Admission> {
-    return Promise.resolve(this.acquireNow(tenantId));
+  acquire(tenantId: string, limit: number = this.limit): Promise<Admission> {
+    return Promise.resolve(this.acquireNow(tenantId, limit));
   }
 
-  acquireNow(tenantId: string): Admission {
-    if (this.held(tenantId) >= this.limit) return { ok: false, limit: this.limit };
+  acquireNow(tenantId: string, limit: number = this.limit): Admission {
+    if (this.held(tenantId) >= limit) return { ok: false, limit };
     return { ok: true, slot: this.take(tenantId) };
   }
 

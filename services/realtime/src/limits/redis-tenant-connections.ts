@@ -117,8 +117,22 @@ export class RedisTenantConnections implements TenantConnections {
     for (const t of tenants) this.write(t).catch(() => {});
   };
 
-  acquire(tenantId: string): Promise<Admission> {
+  /** Per-tenant limits (#30) as last asked with: heartbeats and releases write with them. */
+  private readonly tenantLimits = new Map<string, number>();
+
+  private limitOf(tenantId: string): number {
+    return this.tenantLimits.get(tenantId) ?? this.limit;
+  }
+
+  acquire(tenantId: string, limit: number = this.limit): Promise<Admission> {
     this.forgotten.delete(tenantId);
+    const before = this.limitOf(tenantId);
+    if (limit !== before) {
+      if (limit === this.limit) this.tenantLimits.delete(tenantId);
+      else this.tenantLimits.set(tenantId, limit);
+      // Spare slots were taken under the old limit: the next admission asks Redis, which recomputes them.
+      if (limit < before) this.reservations.delete(tenantId);
+    }
     // Taken before Redis answers, so concurrent acquires of one tenant propose distinct counts.
     const slot = this.local.take(tenantId, this.onRelease);
     // A spare slot: Redis counts it already.
@@ -189,7 +203,7 @@ export class RedisTenantConnections implements TenantConnections {
         const now = this.opts.scheduler.now();
         const seq = this.sent(tenantId, false);
         const [admitted, , recorded] = await withTimeout(
-          this.redis.relayTenantAcquire(this.key(tenantId), this.instanceId, need, now, now + this.ttlMs, this.limit, this.keyTtlMs(), MAX_SPARE_SLOTS, waiters.length),
+          this.redis.relayTenantAcquire(this.key(tenantId), this.instanceId, need, now, now + this.ttlMs, this.limitOf(tenantId), this.keyTtlMs(), MAX_SPARE_SLOTS, waiters.length),
           this.deadlineMs,
         );
         this.answered(tenantId, seq, recorded, false);
@@ -211,7 +225,7 @@ export class RedisTenantConnections implements TenantConnections {
 
   /** Redis cannot answer: the waiters (the last of the `held` slots taken here) are admitted while this instance's own count fits the limit. */
   private admitLocally(tenantId: string, waiters: Waiter[], held: number): void {
-    this.admit(tenantId, waiters, Math.max(0, this.limit - (held - waiters.length)));
+    this.admit(tenantId, waiters, Math.max(0, this.limitOf(tenantId) - (held - waiters.length)));
   }
 
   /** The first `admitted` waiters get their slots; the others are refused and their slots given back. */
@@ -219,7 +233,7 @@ export class RedisTenantConnections implements TenantConnections {
     waiters.forEach((w, i) => {
       if (i < admitted) return w.resolve({ ok: true, slot: w.slot });
       this.local.untake(tenantId);
-      w.resolve({ ok: false, limit: this.limit });
+      w.resolve({ ok: false, limit: this.limitOf(tenantId) });
     });
   }
 
@@ -280,7 +294,7 @@ export class RedisTenantConnections implements TenantConnections {
     const entry = this.reservations.get(tenantId)!;
     entry.slots = Math.min(entry.slots, held);
     const now = this.opts.scheduler.now();
-    return this.redis.relayTenantSet(this.key(tenantId), this.instanceId, held, now + this.ttlMs, this.keyTtlMs(), this.limit, now, spare).then(
+    return this.redis.relayTenantSet(this.key(tenantId), this.instanceId, held, now + this.ttlMs, this.keyTtlMs(), this.limitOf(tenantId), now, spare).then(
       (recorded) => this.answered(tenantId, seq, recorded, true),
       (err: unknown) => {
         this.opts.logger.debug({ err: (err as Error).message }, 'tenant connection count not written');
@@ -318,6 +332,7 @@ export class RedisTenantConnections implements TenantConnections {
     if (lowering) {
       if (recorded <= 0 && this.local.held(tenantId) === 0) {
         this.reservations.delete(tenantId);
+        this.tenantLimits.delete(tenantId);
         return;
       }
       r.slots = recorded;

@@ -13,8 +13,8 @@ export type Admission = { ok: true; slot: TenantSlot } | { ok: false; limit: num
  */
 export interface TenantConnections {
   readonly limit: number;
-  /** Takes a slot, or refuses when the tenant already holds `limit` connections. */
-  acquire(tenantId: string): Promise<Admission>;
+  /** Takes a slot, or refuses when the tenant already holds `limit` connections (default: the process-wide one; #30: the tenant's). */
+  acquire(tenantId: string, limit?: number): Promise<Admission>;
   /**
    * The tenant was deleted (#30): this instance keeps no count of it any
    * more (no spare slots, no heartbeat) and its shared record is removed.

@@ -23,16 +23,28 @@ export class TokenBucket {
     this.updatedAt = clock.now();
   }
 
-  take(): TakeResult {
+  /** The same bucket under a new limit (#30: a tenant's limits changed): what it holds carries over, capped at the new burst. */
+  resized(ratePerS: number, burst: number): TokenBucket {
+    const next = new TokenBucket(ratePerS, burst, this.clock);
+    this.refill();
+    next.milliTokens = Math.min(burst * UNIT, this.milliTokens);
+    return next;
+  }
+
+  take(n = 1): TakeResult {
+    this.refill();
+    if (this.milliTokens >= n * UNIT) {
+      this.milliTokens -= n * UNIT;
+      return { ok: true };
+    }
+    return { ok: false, retryAfterMs: Math.ceil((n * UNIT - this.milliTokens) / this.ratePerS) };
+  }
+
+  private refill(): void {
     const now = this.clock.now();
     // A clock that steps back (ManualClock.set, NTP) refills nothing rather than draining.
     const elapsedMs = Math.max(0, now - this.updatedAt);
     this.milliTokens = Math.min(this.burst * UNIT, this.milliTokens + elapsedMs * this.ratePerS);
     this.updatedAt = now;
-    if (this.milliTokens >= UNIT) {
-      this.milliTokens -= UNIT;
-      return { ok: true };
-    }
-    return { ok: false, retryAfterMs: Math.ceil((UNIT - this.milliTokens) / this.ratePerS) };
   }
 }

@@ -35,6 +35,8 @@ interface ChannelLog {
   epoch: string;
   since: ParsedId;
   maxDeleted: ParsedId;
+  /** The publishing tenant's history limit at its last publish (#30); undefined: the store's own. */
+  maxMessages?: number;
 }
 
 interface IdempotentEntry {
@@ -93,7 +95,8 @@ export class MemoryMessageBus implements MessageBus {
     const seq = ms === log.lastMs ? log.lastSeq + 1 : 0;
     log.lastMs = ms;
     log.lastSeq = seq;
-    log.expiresAt = now + this.retention.ttlS * 1000;
+    log.expiresAt = now + (opts.retention?.ttlS ?? this.retention.ttlS) * 1000;
+    if (opts.retention) log.maxMessages = opts.retention.maxMessages;
     if (fresh) log.since = { ms, seq };
     const message = makeMessage(`${ms}-${seq}`, ref.channel, userId, dataJson);
     const stored = this.store(log, message, fresh, opts.idempotencyKey);
@@ -207,7 +210,7 @@ export class MemoryMessageBus implements MessageBus {
 
   /** In batches, like MAXLEN ~: at least maxMessages stay. */
   private trim(log: ChannelLog): void {
-    const max = this.retention.maxMessages;
+    const max = log.maxMessages ?? this.retention.maxMessages;
     if (log.messages.length <= max + Math.max(1, Math.floor(max / 10))) return;
     const cut = log.messages.splice(0, log.messages.length - max);
     const last = cut[cut.length - 1]!;

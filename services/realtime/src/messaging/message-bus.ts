@@ -7,6 +7,8 @@ export interface PublishOptions {
    * the idempotency window returns the first message and stores nothing.
    */
   idempotencyKey?: string;
+  /** The tenant's history limits (#30); default: the store's own (HISTORY_MAX_MESSAGES, HISTORY_TTL_S). */
+  retention?: { maxMessages: number; ttlS: number };
 }
 
 export interface HistoryQuery {

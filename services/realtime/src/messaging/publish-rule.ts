@@ -27,6 +27,10 @@ export interface PublishRequest {
   data: unknown;
   /** As the client sent it; undefined when absent. */
   idempotencyKey: unknown;
+  /** The tenant's largest message (#30, at most MAX_DATA_BYTES); default MAX_DATA_BYTES. */
+  maxDataBytes?: number;
+  /** The tenant's history limits (#30); default: the store's. */
+  retention?: { maxMessages: number; ttlS: number };
 }
 
 /**
@@ -41,9 +45,9 @@ export async function applyPublishRule(deps: PublishRuleDeps, req: PublishReques
   const dataJson = JSON.stringify(req.data);
   if (dataJson === undefined) return refuse('malformed');
   const bytes = Buffer.byteLength(dataJson);
-  if (bytes > MAX_DATA_BYTES) return refuse('payload_too_large');
+  if (bytes > Math.min(req.maxDataBytes ?? MAX_DATA_BYTES, MAX_DATA_BYTES)) return refuse('payload_too_large');
   if (!deps.acceptingPublishes()) return refuse('unavailable');
-  const message = await deps.messages.publish(req.ref, req.userId, dataJson, key === undefined ? {} : { idempotencyKey: key });
+  const message = await deps.messages.publish(req.ref, req.userId, dataJson, { ...(key !== undefined && { idempotencyKey: key }), ...(req.retention && { retention: req.retention }) });
   return { ok: true, message, bytes };
 }
 

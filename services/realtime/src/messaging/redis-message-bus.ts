@@ -116,7 +116,7 @@ export class RedisMessageBus implements MessageBus {
     let reply: PublishReply;
     try {
       const { gen, adopt } = await this.vouched();
-      const { maxMessages, ttlS } = this.retention;
+      const { maxMessages, ttlS } = opts.retention ?? this.retention;
       const windowMs = this.idempotencyWindowS * 1000;
       reply = await this.cmd.relayPublish(keys.length, ...keys, maxMessages, userId, dataJson, ttlS, this.channelName(ref), newEpoch(), windowMs, gen, adopt ? '1' : '0');
       // Acknowledged means on the replica too (Sentinel), so a failover cannot take it back unannounced.

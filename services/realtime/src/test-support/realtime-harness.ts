@@ -13,6 +13,7 @@ import type { MessageBus } from '../messaging/message-bus';
 import { createServer, type RealtimeServer } from '../server';
 import type { ChannelRulesSource } from '../authz/channel-rules-source';
 import type { TenantConnections } from '../limits/tenant-connections';
+import type { LimitsSource } from '../limits/tenant-limits-cache';
 import { MemoryRulesSource } from './memory-rules-source';
 
 export const TEST_INTERNAL_TOKEN = 'realtime-internal-token-for-tests-0123456789';
@@ -41,6 +42,8 @@ export interface InstanceOptions {
   channelRules?: ChannelRulesSource;
   /** MAX_CONNECTIONS_PER_TENANT's counter; default: the one REDIS_URL picks. */
   tenantConnections?: TenantConnections;
+  /** The tenants' limits as the registry would answer them (#30); default: none (every tenant has the environment's). */
+  limitsSource?: LimitsSource;
 }
 
 /** One realtime server on port 0 in front of a fake verifier. */
@@ -63,6 +66,7 @@ export async function startRealtime(opts: InstanceOptions): Promise<RealtimeInst
     ...(opts.clock && { clock: opts.clock }),
     ...(opts.pingIntervalMs && { pingIntervalMs: opts.pingIntervalMs }),
     ...(opts.tenantConnections && { tenantConnections: opts.tenantConnections }),
+    ...(opts.limitsSource && { limitsSource: opts.limitsSource }),
     channelRules: opts.channelRules ?? new MemoryRulesSource(),
   });
   await server.start();

@@ -9,6 +9,7 @@ import { replyFrame, type ClientFrame, type Ref } from './client-frame';
 import { ALWAYS, type ConnectionContext, type FrameConnection } from './connection-context';
 import { listPresence, presenceJoinOf, PresenceMemberships, type PresenceJoin } from './connection-presence';
 import { Subscription } from './subscription';
+import type { TenantLimits } from '@service-relay/tenant-events';
 
 /** The frames about one channel: everything but `auth` and `ping`. */
 export type ChannelFrame = Exclude<ClientFrame, { type: 'auth' | 'ping' }>;
@@ -37,10 +38,22 @@ export class ChannelFrames {
   async handle(frame: ChannelFrame): Promise<void> {
     const { conn, ctx } = this;
     // Before any other check: a refused frame costs the server as little as possible.
-    if (frame.type === 'publish' && ctx.publishRate) {
-      const { ratePerS, burst } = ctx.publishRate;
-      const taken = (this.publishBucket ??= new TokenBucket(ratePerS, burst, ctx.scheduler)).take();
-      if (!taken.ok) return conn.refuse('publish_rate', 'rate_limited', frame.ref, { limit: ratePerS, retry_after_ms: taken.retryAfterMs });
+    const limits = ctx.limits?.get(conn.identity.tenantId);
+    if (frame.type === 'publish') {
+      const rate = limits ? { ratePerS: limits.connection_publish_rate_per_s, burst: limits.connection_publish_burst } : ctx.publishRate;
+      if (rate) {
+        let bucket = (this.publishBucket ??= new TokenBucket(rate.ratePerS, rate.burst, ctx.scheduler));
+        // The tenant's limits changed since: the bucket follows them (what it holds carries over).
+        if (bucket.ratePerS !== rate.ratePerS || bucket.burst !== rate.burst) bucket = this.publishBucket = bucket.resized(rate.ratePerS, rate.burst);
+        const taken = bucket.take();
+        if (!taken.ok) return conn.refuse('publish_rate', 'rate_limited', frame.ref, { limit: rate.ratePerS, retry_after_ms: taken.retryAfterMs });
+      }
+      if (limits && ctx.tenantPublishes) {
+        const taking = ctx.tenantPublishes.take(conn.identity.tenantId, { ratePerS: limits.publish_rate_per_s, burst: limits.publish_burst });
+        const taken = taking instanceof Promise ? await taking : taking;
+        if (conn.closed) return;
+        if (!taken.ok) return conn.refuse('tenant_publish_rate', 'rate_limited', frame.ref, { limit: limits.publish_rate_per_s, retry_after_ms: taken.retryAfterMs });
+      }
     }
     const topic = checkTopic(frame.topic, conn.identity.tenantId);
     if (!topic.ok) return conn.error(topic.code, frame.ref);
@@ -57,7 +70,7 @@ export class ChannelFrames {
     if (frame.type === 'presence') return listPresence(conn, ctx.presence, name, topic.ref, rules, frame.ref);
     if (frame.type === 'subscribe') {
       const join = presenceJoinOf(ctx.presence, conn.identity, rules, topic.ref.channel, frame.member);
-      return this.subscribe(name, topic.ref, frame.after, frame.epoch, frame.ref, join);
+      return this.subscribe(name, topic.ref, frame.after, frame.epoch, frame.ref, join, limits);
     }
     if (frame.type === 'unsubscribe') {
       const sub = this.subscriptions?.get(name);
@@ -65,9 +78,9 @@ export class ChannelFrames {
       return conn.send(replyFrame({ type: 'unsubscribed', topic: name }, frame.ref));
     }
     const deps = { messages: ctx.messages, acceptingPublishes: ctx.acceptingPublishes ?? ALWAYS };
-    const verdict = await applyPublishRule(deps, { ref: topic.ref, userId: conn.identity.userId, data: frame.data, idempotencyKey: frame.idempotencyKey });
+    const verdict = await applyPublishRule(deps, { ref: topic.ref, userId: conn.identity.userId, data: frame.data, idempotencyKey: frame.idempotencyKey, ...publishLimits(limits) });
     if (!verdict.ok) {
-      if (verdict.refusal === 'payload_too_large') return conn.refuse('payload_size', 'payload_too_large', frame.ref, { limit: MAX_DATA_BYTES });
+      if (verdict.refusal === 'payload_too_large') return conn.refuse('payload_size', 'payload_too_large', frame.ref, { limit: limits?.max_message_bytes ?? MAX_DATA_BYTES });
       return conn.error(verdict.refusal === 'malformed' ? 'invalid_frame' : verdict.refusal, frame.ref);
     }
     ctx.metrics.messagesIn.inc({ source: 'ws' });
@@ -106,6 +119,7 @@ export class ChannelFrames {
     epoch: string | undefined,
     frameRef: Ref | undefined,
     presence: PresenceJoin | undefined,
+    limits: TenantLimits | undefined,
   ): Promise<void> {
     const { conn, ctx } = this;
     const subscriptions = (this.subscriptions ??= new Map());
@@ -114,7 +128,13 @@ export class ChannelFrames {
       const current = await ctx.messages.epoch(ref);
       return conn.send(replyFrame({ type: 'subscribed', topic: name, epoch: current }, frameRef));
     }
-    if (subscriptions.size >= ctx.maxSubscriptions) return conn.refuse('subscriptions', 'too_many_subscriptions', frameRef, { limit: ctx.maxSubscriptions });
+    const maxSubscriptions = limits?.max_subscriptions ?? ctx.maxSubscriptions;
+    if (subscriptions.size >= maxSubscriptions) return conn.refuse('subscriptions', 'too_many_subscriptions', frameRef, { limit: maxSubscriptions });
+    if (presence && limits && (await presenceFull(ctx, ref, conn.identity.userId, limits.max_presence_members))) {
+      if (conn.closed) return;
+      return conn.refuse('presence_members', 'too_many_subscriptions', frameRef, { limit: limits.max_presence_members });
+    }
+    if (conn.closed || subscriptions.has(name)) return;
     const sub = new Subscription(name, ref, conn);
     subscriptions.set(name, sub);
     try {
@@ -156,4 +176,21 @@ export class ChannelFrames {
     this.ctx.hub.leave(sub.topic, sub);
     this.memberships?.leave(sub);
   }
+}
+
+/** The tenant's largest message and history limits, for the publish rule. */
+export function publishLimits(limits: TenantLimits | undefined): { maxDataBytes?: number; retention?: { maxMessages: number; ttlS: number } } {
+  if (!limits) return {};
+  return { maxDataBytes: limits.max_message_bytes, retention: { maxMessages: limits.history_max_messages, ttlS: limits.history_ttl_s } };
+}
+
+/**
+ * The channel holds `max` members and the user is not one of them. Read
+ * before the join (one listing): two joins racing on different instances
+ * may both pass at the last place (docs/OPERATIONS.md).
+ */
+async function presenceFull(ctx: ConnectionContext, ref: Subscription['ref'], userId: string, max: number): Promise<boolean> {
+  if (!ctx.presence) return false;
+  const members = await ctx.presence.list(ref);
+  return members.length >= max && !members.some((m) => m.user_id === userId);
 }

@@ -4,6 +4,9 @@ import type { ChannelRulesLookup } from '../authz/channel-rules-cache';
 import type { MessageBus } from '../messaging/message-bus';
 import type { RealtimeMetrics } from '../metrics';
 import type { Presence } from '../presence/presence';
+import type { TenantLimitsView } from '../limits/tenant-limits-cache';
+import type { TenantPublishRate } from '../limits/tenant-publish-rate';
+import type { TenantRefusals } from '../limits/refusals';
 import type { Scheduler } from '../timers/scheduler';
 import type { TopicHub } from '../topics/topic-hub';
 import type { Ref } from './client-frame';
@@ -44,6 +47,16 @@ export interface ConnectionContext {
   channelRules?: ChannelRulesLookup;
   /** Presence (#13 item 3); absent: no channel has presence here. */
   presence?: Presence;
+  /**
+   * Per-tenant limits (#30): when given, they decide the publish rate per
+   * connection, subscriptions, presence members, largest message and history
+   * (and `publishRate`, `maxSubscriptions` are not read); absent: those two only.
+   */
+  limits?: TenantLimitsView;
+  /** The tenant publish rate, cluster-wide (#30); absent: not limited. */
+  tenantPublishes?: TenantPublishRate;
+  /** Told of every refusal by a limit, with its tenant (usage metering). */
+  refusals?: TenantRefusals;
   /** Every connection whose socket is not yet closed (ping and shutdown); each adds and removes itself. */
   live?: Set<LiveConnection>;
   /** Usage metering (#30); absent: nothing is counted. */

@@ -221,7 +221,7 @@ export class Connection implements TrackedConnection, FrameConnection, LiveConne
 
   refuse(limit: string, code: ErrorCode, ref: Ref | undefined, extra: { limit: number; retry_after_ms?: number }): void {
     this.ctx.metrics.limitRefusals.inc({ limit });
-    this.ctx.usage?.refused(this.identity.tenantId, limit);
+    this.ctx.refusals?.refused(this.identity.tenantId, limit);
     this.error(code, ref, extra);
   }
 

@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http';
-import type { UsageRecorder } from '@service-relay/core';
 import type { Duplex } from 'node:stream';
 import { codeOf, redactUrl, RelayError, type ErrorCode, type Logger } from '@service-relay/core';
 import { authorizationOf, bearerToken, rawErrorResponse, WWW_AUTHENTICATE } from '@service-relay/edge';
@@ -11,6 +10,8 @@ import type { Scheduler } from '../timers/scheduler';
 import type { ConnectionRegistry } from './connection-registry';
 import type { BatchMode } from './batch-frame';
 import { refuseOverTenantLimit } from './tenant-limit-refusal';
+import type { TenantLimitsView } from '../limits/tenant-limits-cache';
+import type { TenantRefusals } from '../limits/refusals';
 
 export const WS_PATH = '/ws';
 const BEARER_CHALLENGE = `WWW-Authenticate: ${WWW_AUTHENTICATE.invalidToken}\r\n`;
@@ -23,8 +24,10 @@ export interface UpgradeOptions {
   logger: Logger;
   /** MAX_CONNECTIONS_PER_TENANT across instances; without it every verified client is admitted. */
   tenantConnections?: TenantConnections;
-  /** Counts the refusals by tenant (#30 usage metering). */
-  usage?: UsageRecorder;
+  /** Per-tenant limits (#30): the tenant's `max_connections`; absent, the counter's own limit. */
+  limits?: TenantLimitsView;
+  /** Told of every refusal by the tenant connection limit. */
+  refusals?: TenantRefusals;
   /** `slot` is the tenant connection slot the connection must release when its socket closes; `batch`: the batch frames the client asked for. */
   accept(ws: WebSocket, identity: VerifiedIdentity, token: string, slot: TenantSlot, batch: BatchMode): void;
 }
@@ -83,7 +86,7 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
             upgraded = true;
             if (!admission.ok) {
               opts.metrics.limitRefusals.inc({ limit: 'tenant_connections' });
-              opts.usage?.refused(identity.tenantId, 'tenant_connections');
+              opts.refusals?.refused(identity.tenantId, 'tenant_connections');
               if (opts.scheduler.now() - lastTenantLimitLog >= 1000) {
                 lastTenantLimitLog = opts.scheduler.now();
                 opts.logger.info({ tenant_id: identity.tenantId, limit: admission.limit }, 'websocket refused: tenant connection limit');
@@ -108,10 +111,14 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
 
 const UNLIMITED: Admission = { ok: true, slot: { release: () => {} } };
 
-function admit(opts: UpgradeOptions, tenantId: string): Promise<Admission> {
-  if (!opts.tenantConnections) return Promise.resolve(UNLIMITED);
+async function admit(opts: UpgradeOptions, tenantId: string): Promise<Admission> {
+  if (!opts.tenantConnections) return UNLIMITED;
+  const counter = opts.tenantConnections;
+  // The tenant's own limit (#30); its lookup never rejects (the defaults when the registry cannot answer).
+  const limits = opts.limits?.load(tenantId);
+  const limit = limits === undefined ? undefined : (limits instanceof Promise ? await limits : limits).max_connections;
   // The drivers answer every failure themselves (docs/OPERATIONS.md "Limits"); anything else fails open too.
-  return opts.tenantConnections.acquire(tenantId).catch((): Admission => UNLIMITED);
+  return counter.acquire(tenantId, limit).catch((): Admission => UNLIMITED);
 }
 
 /**

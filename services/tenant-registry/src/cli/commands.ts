@@ -82,6 +82,18 @@ export const COMMANDS: Record<string, Command> = {
     help: "one user of a tenant: revoke its tokens issued before S (unix seconds, default now; closes its connections, 4401), or disconnect it (4409)",
     request: usersRequest,
   },
+  'get-limits': { args: 'ID', help: "a tenant's plan, overrides and limits (names not set take realtime's defaults)", request: (args) => ({ method: 'GET', path: limitsPath(args[0]!), tenant: args[0] }) },
+  'set-limits': {
+    args: 'ID [--set NAME=N]... [--unset NAME]... [--plan P | --no-plan] [--replace]',
+    help: "change a tenant's limit overrides (and plan); --replace sets exactly these overrides and plan (none if not given)",
+    request: setLimitsRequest,
+  },
+  'set-plan': { args: 'ID PLAN|--none', help: 'put a tenant on a plan, or on none (its overrides stay)', request: setPlanRequest },
+  'list-plans': { args: '', help: 'every plan with its limits and how many tenants are on it', request: () => ({ method: 'GET', path: '/admin/plans' }) },
+  'get-plan': { args: 'NAME', help: 'one plan', request: (args) => planRequest('get-plan', 'GET', args) },
+  'create-plan': { args: 'NAME [--set NAME=N]...', help: "create a plan (or replace one's limits) with these limits", request: (args) => planRequest('create-plan', 'PUT', args) },
+  'update-plan': { args: 'NAME [--set NAME=N]...', help: "replace a plan's limits with these; every tenant on it follows before the answer", request: (args) => planRequest('update-plan', 'PUT', args) },
+  'delete-plan': { args: 'NAME', help: 'delete a plan no tenant is on', request: (args) => planRequest('delete-plan', 'DELETE', args) },
   'explain-token': {
     args: 'JWT|-',
     help: 'why a user token is refused (or accepted): reason code, meaning, fix, decoded header and claims; - reads stdin',
@@ -207,6 +219,73 @@ async function rulesRequest(args: string[], ctx: CommandContext): Promise<CliReq
   return { method: 'PUT', path, tenant: id, body };
 }
 
+const limitsPath = (id: string) => `/admin/tenants/${encodeURIComponent(id)}/limits`;
+
+/** `--set NAME=N` pairs into a limits document (the registry judges names and numbers). */
+function limitsFlags(name: string, args: string[], extra: (flag: string, value: string | undefined) => number = () => -1): Record<string, number | null> {
+  const limits: Record<string, number | null> = {};
+  for (let i = 0; i < args.length; i++) {
+    const flag = args[i]!;
+    const value = args[i + 1];
+    const used = extra(flag, value);
+    if (used >= 0) {
+      i += used;
+      continue;
+    }
+    if ((flag !== '--set' && flag !== '--unset') || value === undefined) throw new UsageError(`${name}: unexpected ${JSON.stringify(flag)}`);
+    i++;
+    if (flag === '--unset') limits[value] = null;
+    else {
+      const m = /^([a-z_]+)=(-?\d+)$/.exec(value);
+      if (!m) throw new UsageError(`${name}: --set takes NAME=N (a whole number), got ${JSON.stringify(value)}`);
+      limits[m[1]!] = Number(m[2]);
+    }
+  }
+  return limits;
+}
+
+/** `set-limits ID ...`: a PATCH of the overrides and plan, or with --replace a PUT of both. */
+function setLimitsRequest(args: string[]): CliRequest {
+  const [id, ...rest] = args;
+  if (id === undefined || id.startsWith('--')) throw new UsageError('set-limits takes a tenant id, then what to change');
+  let plan: string | null | undefined;
+  let replace = false;
+  const overrides = limitsFlags('set-limits', rest, (flag, value) => {
+    if (flag === '--replace' || flag === '--no-plan') {
+      if (flag === '--replace') replace = true;
+      else plan = null;
+      return 0;
+    }
+    if (flag !== '--plan') return -1;
+    if (value === undefined) throw new UsageError('set-limits: --plan takes a plan name');
+    plan = value;
+    return 1;
+  });
+  if (replace && Object.values(overrides).includes(null)) throw new UsageError('set-limits --replace sets every override: leave a name out instead of --unset');
+  if (!replace && plan === undefined && Object.keys(overrides).length === 0) throw new UsageError('set-limits needs something to change: --set, --unset, --plan or --no-plan');
+  const body = { ...(plan !== undefined && { plan }), overrides };
+  return { method: replace ? 'PUT' : 'PATCH', path: limitsPath(id), tenant: id, body: JSON.stringify(body) };
+}
+
+function setPlanRequest(args: string[]): CliRequest {
+  const [id, plan] = args;
+  if (args.length !== 2 || id!.startsWith('--')) throw new UsageError('set-plan takes a tenant id and a plan name (or --none)');
+  return { method: 'PATCH', path: limitsPath(id!), tenant: id, body: JSON.stringify({ plan: plan === '--none' ? null : plan }) };
+}
+
+function planRequest(name: string, method: string, args: string[]): CliRequest {
+  const [plan, ...rest] = args;
+  if (plan === undefined || plan.startsWith('--')) throw new UsageError(`${name} takes a plan name`);
+  const path = `/admin/plans/${encodeURIComponent(plan)}`;
+  if (method !== 'PUT') {
+    if (rest.length !== 0) throw new UsageError(`${name} takes exactly one plan name`);
+    return { method, path };
+  }
+  const limits = limitsFlags(name, rest);
+  if (Object.values(limits).includes(null)) throw new UsageError(`${name}: a plan is replaced whole; leave a name out instead of --unset`);
+  return { method, path, body: JSON.stringify({ limits }) };
+}
+
 /** `users revoke ID USER [--before S]`, `users disconnect ID USER`: the host server API's user actions, by the operator (#13). */
 function usersRequest(args: string[]): CliRequest {
   const [sub, id, user, ...rest] = args;
@@ -306,10 +385,10 @@ export async function runAdminCli(argv: string[], config: CliConfig, io: CliOutp
     if (command.done) io.err(command.done(body));
     return 0;
   }
-  const unconfirmed = body as { errors?: unknown; tenant?: unknown; channel_rules?: unknown; user?: unknown; pending_consumers?: Array<{ consumer_id?: unknown }> } | undefined;
+  const unconfirmed = body as { errors?: unknown; tenant?: unknown; channel_rules?: unknown; user?: unknown; limits?: unknown; plan?: unknown; pending_consumers?: Array<{ consumer_id?: unknown }> } | undefined;
   if (res.status === 503 && Array.isArray(unconfirmed?.errors) && unconfirmed.errors[0] === 'change_not_propagated') {
     // Committed: the view (and any new host-sync secret, shown only here) must not be lost.
-    io.out(JSON.stringify(unconfirmed.tenant ?? unconfirmed.channel_rules ?? unconfirmed.user, null, 2));
+    io.out(JSON.stringify(unconfirmed.tenant ?? unconfirmed.channel_rules ?? unconfirmed.user ?? unconfirmed.limits ?? unconfirmed.plan, null, 2));
     const pending = (unconfirmed.pending_consumers ?? []).map((c) => String(c.consumer_id)).join(', ');
     io.err(
       `warning: the change is committed but not yet confirmed in force everywhere (503 change_not_propagated; waiting on: ${pending || 'unknown'}). ` +
@@ -333,6 +412,8 @@ function describeFailure(status: number, body: unknown, id: string | undefined):
       return `${JSON.stringify(id)} is not a tenant id (400 invalid_tenant_id)`;
     case 'invalid_tenant_meta':
       return `the registry refused the name or labels (400 invalid_tenant_meta): ${String((body as { problem?: unknown }).problem ?? 'no reason given')}`;
+    case 'invalid_limits':
+      return `the registry refused the limits (400 invalid_limits): ${String((body as { problem?: unknown }).problem ?? 'no reason given')}`;
     case 'invalid_channel_rules':
       return `the registry refused the rules document (400 invalid_channel_rules): ${String((body as { problem?: unknown }).problem ?? 'no reason given')}`;
     default: {

@@ -11,7 +11,10 @@ import {
   type ChangesSinceResponse,
   type ChannelRulesRequest,
   type ChannelRulesResponse,
+  type TenantLimitsRequest,
+  type TenantLimitsResponse,
 } from '@service-relay/grpc';
+import type { LimitsStore } from '../store/limits-store';
 import type { RegistryMetrics } from '../metrics';
 import type { ChannelRulesStore } from '../store/channel-rules-store';
 import type { FeedAnswers } from '../feed-mirror/feed-answers';
@@ -35,6 +38,8 @@ export function addFeedService(
   internalToken: string,
   metrics: RegistryMetrics,
   logger: Logger,
+  /** TenantLimits (#30); absent, it answers unavailable (realtime then applies its defaults). */
+  limits?: LimitsStore,
 ): void {
   server.addService(serviceDefinition(REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE), {
     ChangesSince: (call: grpc.ServerUnaryCall<ChangesSinceRequest, ChangesSinceResponse>, callback: grpc.sendUnaryData<ChangesSinceResponse>) => {
@@ -90,6 +95,22 @@ export function addFeedService(
           metrics.rulesCall('error');
           logger.warn({ err: (err as Error).message, tenant_id: isCanonicalUuid(tenantId) ? tenantId : undefined }, 'ChannelRules failed');
           // Realtime fails closed on this; it must not read as "default rules".
+          callback(grpcError('unavailable'));
+        },
+      );
+    },
+    TenantLimits: (call: grpc.ServerUnaryCall<TenantLimitsRequest, TenantLimitsResponse>, callback: grpc.sendUnaryData<TenantLimitsResponse>) => {
+      if (!hasInternalToken(call.metadata, internalToken)) {
+        metrics.rulesCall('unauthenticated');
+        callback(grpcError('invalid_internal_token'));
+        return;
+      }
+      const tenantId = call.request.tenant_id;
+      if (!limits) return callback(grpcError('unavailable'));
+      limits.snapshot(tenantId).then(
+        (s) => callback(null, s ? { found: true, limits_json: JSON.stringify(s.limits), limits_version: s.version, as_of_seq: s.asOfSeq } : { found: false, limits_json: '', limits_version: 0, as_of_seq: 0 }),
+        (err: unknown) => {
+          logger.warn({ err: (err as Error).message, tenant_id: isCanonicalUuid(tenantId) ? tenantId : undefined }, 'TenantLimits failed');
           callback(grpcError('unavailable'));
         },
       );

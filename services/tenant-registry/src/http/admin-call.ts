@@ -31,6 +31,15 @@ const USER_ACTION_BY_SUFFIX = new Map(USER_ACTIONS);
 export const CHANNEL_RULES_PATH = 'channel_rules';
 const CHANNEL_RULES_ACTIONS: Readonly<Record<string, string>> = { GET: 'get_channel_rules', PUT: 'set_channel_rules', DELETE: 'reset_channel_rules' };
 
+/** `/admin/tenants/{id}/limits` and `/admin/plans[/{name}]` (#30): the audit action of each method. */
+const LIMITS_PATH = 'limits';
+const LIMITS_ACTIONS: Readonly<Record<string, string>> = { GET: 'get_limits', PUT: 'set_limits', PATCH: 'update_limits' };
+const PLAN_ACTIONS: Readonly<Record<string, string>> = { GET: 'get_plan', PUT: 'put_plan', DELETE: 'delete_plan' };
+function planAction(method: string, named: boolean): string {
+  if (!named) return method === 'GET' ? 'list_plans' : 'unknown';
+  return PLAN_ACTIONS[method] ?? 'unknown';
+}
+
 /**
  * What an admin request asks for, from its method and path under /admin,
  * known before authentication so that a refused call is recorded with what
@@ -44,12 +53,14 @@ export function describeAdminCall(method: string, path: string): AdminCall {
   if (head === 'audit' && segments.length === 1) return { action: m === 'GET' ? 'audit' : 'unknown', tenantId: null };
   if (head === 'usage' && segments.length === 1) return { action: m === 'GET' ? 'usage' : 'unknown', tenantId: null };
   if (head === 'explain_token' && segments.length === 1) return { action: m === 'POST' ? 'explain_token' : 'unknown', tenantId: null };
+  if (head === 'plans' && segments.length <= 2) return { action: planAction(m, id !== undefined), tenantId: null };
   if (head !== 'tenants') return { action: 'unknown', tenantId: null };
   if (id === undefined) return { action: m === 'POST' ? 'create' : m === 'GET' ? 'list' : 'unknown', tenantId: null };
   const tenantId = isCanonicalUuid(id) ? id : null;
   if (rest.length === 0) return { action: m === 'GET' ? 'get' : m === 'PATCH' ? 'update' : m === 'DELETE' ? 'delete' : 'unknown', tenantId };
   const suffix = rest.join('/').toLowerCase();
   if (suffix === 'usage') return { action: m === 'GET' ? 'tenant_usage' : 'unknown', tenantId };
+  if (suffix === LIMITS_PATH) return { action: LIMITS_ACTIONS[m] ?? 'unknown', tenantId };
   if (suffix === CHANNEL_RULES_PATH) return { action: CHANNEL_RULES_ACTIONS[m] ?? 'unknown', tenantId };
   if (rest.length === 3 && rest[0]!.toLowerCase() === 'users') return { action: (m === 'POST' && USER_ACTION_BY_SUFFIX.get(rest[2]!.toLowerCase())) || 'unknown', tenantId };
   const action = m === 'POST' ? ACTION_BY_SUFFIX.get(suffix) : undefined;

@@ -20,6 +20,8 @@ import { requestLog } from './request-log';
 import { errorCodeFor, NO_STORE } from './send';
 import type { TokenExplainer } from '../verifier/token-explainer';
 import type { AdminUsage } from './admin-usage';
+import type { LimitsAdmin } from '../tenants/limits-admin';
+import { limitsRoutes } from './admin-limits';
 
 /** Reads the body into `req.body` (a Buffer); past the limit `payload_too_large`, a client gone mid-body `invalid_body`. */
 function rawBodyUpTo(limit: number) {
@@ -44,6 +46,8 @@ export interface AdminRouterDeps {
   explainer?: TokenExplainer | undefined;
   /** Usage reads (#30); absent, those routes answer 404. */
   usage?: AdminUsage | undefined;
+  /** Plans and per-tenant limits (#30); absent, those routes answer 404. */
+  limits?: LimitsAdmin | undefined;
   adminTokens: AdminTokens;
   audit: AuditLog;
   metrics: RegistryMetrics;
@@ -250,6 +254,17 @@ export function adminRouter(deps: AdminRouterDeps): Router {
         await answer(req, res, a.status, a.body, {}, a.error);
       })
       .all(methodNotAllowed('GET'));
+  }
+
+  if (deps.limits) {
+    limitsRoutes(router, {
+      limits: deps.limits,
+      answer,
+      notPropagated: (req, res, extra, p) => notPropagated(answer, req, res, { ...extra, pending_consumers: pendingView(p) }),
+      named,
+      body: rawBodyUpTo(MAX_META_BODY_BYTES),
+      methodNotAllowed,
+    });
   }
 
   router

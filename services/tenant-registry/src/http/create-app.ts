@@ -6,6 +6,7 @@ import type { AuditLog } from '../audit/audit-log';
 import type { RegistryMetrics } from '../metrics';
 import type { HostSyncCheck } from '../tenants/host-sync-check';
 import type { TenantAdmin } from '../tenants/tenant-admin';
+import type { LimitsAdmin } from '../tenants/limits-admin';
 import { adminRouter } from './admin-router';
 import { hostApi, type HostApiDeps } from './host-api';
 import { hostSyncFetch, type HostFetchLimit } from './host-sync-fetch';
@@ -29,6 +30,8 @@ export interface AppDeps {
   explainer?: TokenExplainer;
   /** The admin API's usage reads (#30); absent, those routes answer 404. */
   usage?: AdminUsage;
+  /** Plans and per-tenant limits (#30); absent, those routes answer 404. */
+  limits?: LimitsAdmin;
 }
 
 /** The registry's HTTP API: host-sync fetch and admin API (ops endpoints are served in front of it). */

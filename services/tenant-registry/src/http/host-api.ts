@@ -122,12 +122,12 @@ async function userAction(deps: HostApiDeps, req: Request, res: Response, tenant
 }
 
 /** realtime's answer as it is: its contract errors (413, 400, 503) are the host's too. */
-function passOn(deps: HostApiDeps, res: Response, answer: { status: number; body: string }): void {
+function passOn(deps: HostApiDeps, res: Response, answer: { status: number; body: string; headers?: Record<string, string> }): void {
   if (answer.status >= 500 || !isJson(answer.body)) {
     requestLog(res, deps.logger).warn({ status: answer.status }, 'realtime refused a server call');
     return sendError(res, 'unavailable', NO_STORE);
   }
-  sendJson(res, answer.status, answer.body, NO_STORE);
+  sendJson(res, answer.status, answer.body, { ...NO_STORE, ...answer.headers });
 }
 
 const NOT_READ = Symbol('not read');

@@ -1,9 +1,13 @@
 import { RelayError } from '@service-relay/core';
 import { INTERNAL_TOKEN_HEADER } from '@service-relay/edge';
 
+const PASSED_HEADERS = ['retry-after', 'x-relay-limit'];
+
 /** realtime's answer, passed on to the host as it is (status and JSON body). */
 export interface RealtimeAnswer {
   status: number;
+  /** Retry-After and X-Relay-Limit when realtime sent them. */
+  headers?: Record<string, string>;
   body: string;
 }
 
@@ -71,7 +75,13 @@ export class RealtimeClient {
         ...(body !== undefined && { body }),
         signal: AbortSignal.timeout(this.opts.timeoutMs),
       });
-      return { status: res.status, body: await res.text() };
+      // A refusal by a limit (#30) keeps its Retry-After and X-Relay-Limit on the way to the host.
+      const headers: Record<string, string> = {};
+      for (const h of PASSED_HEADERS) {
+        const v = res.headers.get(h);
+        if (v !== null) headers[h] = v;
+      }
+      return { status: res.status, body: await res.text(), headers };
     } catch (err) {
       throw new RelayError('unavailable', 'realtime unavailable', { cause: err });
     }

@@ -8,6 +8,7 @@ import { applyAction, type FreshSecrets, type TenantAction } from '../tenants/te
 import { UnknownTenants } from '../tenants/unknown-tenants';
 import { ChannelRulesStore } from './channel-rules-store';
 import { TenantDeletionStore, type DeleteOptions, type DeletedTenant, type TenantDeletion } from './tenant-deletion';
+import { LimitsStore } from './limits-store';
 import { FeedStore } from './feed-store';
 import { parseUserRevocations, USER_REVOCATIONS_JSON, UserActionsStore } from './user-actions-store';
 import { INSERT_TENANT, insertParams, normalizeRow, rowState, rowToTenant, TENANT_COLUMNS, UPDATE_TENANT, updateParams, withState, type TenantRow } from './tenant-row';
@@ -27,6 +28,8 @@ export class TenantStore {
   readonly channelRules: ChannelRulesStore;
   /** A host's user-level revocations and disconnects; they share the feed and the tenant row lock. */
   readonly users: UserActionsStore;
+  /** Plans and per-tenant limits (#30); their writes share the feed and the tenant row lock. */
+  readonly limits: LimitsStore;
   /**
    * Ids the database just said do not exist: key lookups and host-sync reads
    * of them are answered "no such tenant" without a query for a few seconds
@@ -47,6 +50,7 @@ export class TenantStore {
     this.channelRules = new ChannelRulesStore(db, this.feed, clock);
     this.users = new UserActionsStore(db, this.feed, clock);
     this.deletion = new TenantDeletionStore(db, this.feed, clock);
+    this.limits = new LimitsStore(db, this.feed, clock);
   }
 
   /** `meta`: the name and labels to start with (labels set to null are simply not set). */

@@ -69,13 +69,22 @@ export class Propagation {
     for (const wake of [...this.wakers]) wake();
   }
 
-  async awaitInForce(tenantId: string, change: CommittedChangeEvent): Promise<PropagationResult> {
-    const seq = change.seq;
+  awaitInForce(tenantId: string, change: CommittedChangeEvent): Promise<PropagationResult> {
+    return this.awaitAllInForce([{ tenantId, event: change }]);
+  }
+
+  /**
+   * Several changes committed together (a plan change: one per tenant on the
+   * plan): consumers apply the feed in order, so the last one in force means all are.
+   */
+  async awaitAllInForce(changes: ReadonlyArray<{ tenantId: string; event: CommittedChangeEvent }>): Promise<PropagationResult> {
     const started = this.clock.now();
+    if (changes.length === 0) return { confirmed: true, pending: [], waitedMs: 0 };
+    const seq = Math.max(...changes.map((c) => c.event.seq));
     const deadline = started + this.timeoutMs;
     // Leases granted from the mirror while this change was not in it yet may
     // run until then; they are waited out (no consumer reports them).
-    const mirroredLeasesEnd = started + (await this.toMirror(tenantId, change));
+    const mirroredLeasesEnd = started + (await this.toMirror(changes));
     this.announce(seq);
     let pending: PendingConsumer[] = [];
     // Bounded by the deadline; each turn waits for a report or RECHECK_MS.
@@ -100,13 +109,15 @@ export class Propagation {
    * (Redis down or frozen) grants none meanwhile: a registry answers from it
    * only while PostgreSQL is down, and this change just committed there.
    */
-  private async toMirror(tenantId: string, change: CommittedChangeEvent): Promise<number> {
+  private async toMirror(changes: ReadonlyArray<{ tenantId: string; event: CommittedChangeEvent }>): Promise<number> {
     if (!this.mirror) return 0;
     try {
-      const r = await this.mirror.append([{ seq: change.seq, tenantId, kind: change.kind, version: change.version, revokedKeyVersions: change.revokedKeyVersions, ...(change.detail !== undefined && { detail: change.detail }) }]);
+      const r = await this.mirror.append(
+        changes.map(({ tenantId, event: c }) => ({ seq: c.seq, tenantId, kind: c.kind, version: c.version, revokedKeyVersions: c.revokedKeyVersions, ...(c.detail !== undefined && { detail: c.detail }) })),
+      );
       return r.degradedForMs;
     } catch (err) {
-      this.logger.debug({ err: (err as Error).message, seq: change.seq }, 'feed mirror append failed; the heartbeat repairs it');
+      this.logger.debug({ err: (err as Error).message, seq: changes[0]?.event.seq }, 'feed mirror append failed; the heartbeat repairs it');
       return 0;
     }
   }

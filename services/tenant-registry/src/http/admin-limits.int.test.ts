@@ -1,0 +1,7 @@
+import { createTestDatabase } from '@service-relay/testkit';
+import { limitsApiContract } from './admin-limits.contract';
+
+limitsApiContract('PostgreSQL', async () => {
+  const database = await createTestDatabase('registry_limits_api');
+  return { env: { DATABASE_URL: database.url }, destroy: () => database.drop() };
+});
