@@ -9,7 +9,7 @@ import { TestSocket } from './support/ws-client';
 
 const UNAUTHORIZED_FETCH = '{"errors":["invalid_host_sync_credentials"]}';
 /** The per-tenant tables of PostgreSQL (services/tenant-registry/src/store/tenant-deletion.ts PURGE_STEPS). */
-const TENANT_TABLES = ['tenant_channel_rules', 'user_revocations'];
+const TENANT_TABLES = ['tenant_channel_rules', 'user_revocations', 'tenant_limits', 'tenant_usage', 'tenant_usage_peaks', 'tenant_usage_refusals'];
 
 // DELETE /admin/tenants/{id} (#30 item 4) across the whole stack: every
 // service its own process, two realtime instances (the gateway sends REST to
@@ -25,7 +25,8 @@ describe('deleting a tenant across the whole stack', () => {
   const sockets: TestSocket[] = [];
 
   beforeAll(async () => {
-    stack = await startStack({ gatewayToBothRealtimes: true });
+    // Usage flushed every second, so A has usage rows to purge.
+    stack = await startStack({ gatewayToBothRealtimes: true, realtimeEnv: { USAGE_FLUSH_INTERVAL_S: '1' } });
     redis = new Redis(TEST_REDIS_URL);
     db = new pg.Client({ connectionString: stack.databaseUrl });
     await db.connect();
@@ -112,7 +113,16 @@ describe('deleting a tenant across the whole stack', () => {
     // History streams (and meta, idempotency keys) of four channels, presence on both instances, the connection count, the verifier's key cache.
     for (const family of ['ch:{', 'presence:{', 'tenant-conns:{', '{verifier}:keys:']) expect(keysBefore.some((k) => k.startsWith(family)), family).toBe(true);
     expect(keysBefore.filter((k) => k.includes('/idem/'))).toHaveLength(2);
-    expect(Object.values(await rowsOf(A)).map((r) => r.length)).toEqual([1, 1]);
+    // Its own limits, and usage (with a refusal: a message over its largest) flushed by both instances.
+    expect((await adminCall('PUT', `/tenants/${A}/limits`, { overrides: { max_message_bytes: 1024 } })).status).toBe(200);
+    const tooLarge = await rest(token, '/channels/rest0/messages', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ data: 'x'.repeat(2000) }) });
+    expect(tooLarge.status).toBe(413);
+    for (let i = 0; i < 100; i++) {
+      const rows = await rowsOf(A);
+      if (rows.tenant_usage!.length > 0 && rows.tenant_usage_peaks!.length >= 2 && rows.tenant_usage_refusals!.length > 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(Object.values(await rowsOf(A)).map((r) => r.length > 0)).toEqual(TENANT_TABLES.map(() => true));
 
     // The CLI will not delete without a confirmation: no terminal here, so --yes is required.
     const refused = await stack.adminProcess('delete-tenant', A);
@@ -125,7 +135,7 @@ describe('deleting a tenant across the whole stack', () => {
     expect(deleted.stderr).toContain(`deleting tenant ${A}`);
     expect(deleted.stderr).toContain('in force on every instance');
     const view = JSON.parse(deleted.stdout) as Record<string, unknown>;
-    expect(view).toEqual({ tenant_id: A, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: { tenant_channel_rules: 1, user_revocations: 1 } });
+    expect(view).toEqual({ tenant_id: A, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: { tenant_channel_rules: 1, user_revocations: 1, tenant_limits: 1, tenant_usage: expect.any(Number), tenant_usage_peaks: expect.any(Number), tenant_usage_refusals: expect.any(Number) } });
 
     // At the 200 A's rows are gone from PostgreSQL (one transaction with the tombstone), its connections closed
     // and its tokens refused on both instances, and each instance has begun purging; wait for both to report it done.
@@ -142,7 +152,7 @@ describe('deleting a tenant across the whole stack', () => {
     // No instance's presence set names a channel of A any more.
     const instanceSets = (await redis.keys(`${stack.redisPrefix}presence:instance:*`)).filter((k) => !k.includes('*'));
     for (const set of instanceSets) expect((await redis.smembers(set)).filter((m) => m.startsWith(A))).toEqual([]);
-    expect(await rowsOf(A)).toEqual({ tenant_channel_rules: [], user_revocations: [] });
+    expect(await rowsOf(A)).toEqual(Object.fromEntries(TENANT_TABLES.map((t) => [t, []])));
     const tomb = (await db.query('SELECT * FROM tenants WHERE tenant_id = $1', [A])).rows[0] as Record<string, unknown>;
     expect(tomb).toMatchObject({ primary_secret: null, previous_secret: null, host_sync_secret_hash: null, name: null, labels: {}, disabled: true });
     expect(tomb.deleted_at).toBeInstanceOf(Date);
@@ -179,7 +189,7 @@ describe('deleting a tenant across the whole stack', () => {
     const again = await adminCall('DELETE', `/tenants/${A}`);
     expect(again.status, await again.clone().text()).toBe(200);
     const view = (await again.json()) as Record<string, unknown>;
-    expect(view).toEqual({ tenant_id: A, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: { tenant_channel_rules: 0, user_revocations: 0 } });
+    expect(view).toEqual({ tenant_id: A, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: { tenant_channel_rules: 0, user_revocations: 0, tenant_limits: 0, tenant_usage: 0, tenant_usage_peaks: 0, tenant_usage_refusals: 0 } });
     const [row] = (await db.query('SELECT deleted_at FROM tenants WHERE tenant_id = $1', [A])).rows as Array<{ deleted_at: Date }>;
     expect(view.deleted_at).toBe(row!.deleted_at.toISOString());
 

@@ -134,6 +134,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       { name: 'history', purge: (t) => messages.purgeTenant(t) },
       { name: 'presence', purge: (t) => presenceStore.purgeTenant(t) },
       { name: 'connection_counts', purge: (t) => tenantConnections.forget(t) },
+      { name: 'publish_rate', purge: (t) => tenantPublishes.forget(t) },
     ],
     logger,
     onOutcome: (outcome) => metrics.tenantPurges.inc({ outcome }),

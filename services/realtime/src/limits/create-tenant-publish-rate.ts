@@ -10,6 +10,7 @@ export function createTenantPublishRate(redis: Readonly<RedisSettings>, opts: { 
   const rate = new RedisTenantPublishRate({ redis: client, prefix: redis.prefix, clock: opts.clock, logger: opts.logger, syncMs: opts.syncMs, onSync: opts.onSync });
   return {
     take: (tenantId, limit, n) => rate.take(tenantId, limit, n),
+    forget: (tenantId) => rate.forget(tenantId),
     async close() {
       await rate.close();
       await client.quit().catch(() => client.disconnect());

@@ -19,6 +19,8 @@ export interface PublishLimit {
 export interface TenantPublishRate {
   /** A promise only for a tenant's first publish on this instance (or after it went idle): one Redis call, then decided. */
   take(tenantId: string, limit: PublishLimit, n?: number): TakeResult | Promise<TakeResult>;
+  /** The tenant was deleted (#30): its bucket goes, here and in Redis. */
+  forget(tenantId: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -39,6 +41,11 @@ export class MemoryTenantPublishRate implements TenantPublishRate {
       this.buckets.set(tenantId, bucket);
     }
     return bucket.take(n);
+  }
+
+  forget(tenantId: string): Promise<void> {
+    this.buckets.delete(tenantId);
+    return Promise.resolve();
   }
 
   close(): Promise<void> {
@@ -172,8 +179,10 @@ export class RedisTenantPublishRate implements TenantPublishRate {
     t.sending = t.pending;
     t.pending = 0;
     const sentAt = this.opts.clock.now();
-    return this.redis.relayTenantPublishSync(`${this.opts.prefix}tenant-publishes:${tenantId}`, t.sending, 1000 / t.limit.ratePerS, t.limit.burst).then(
+    return this.redis.relayTenantPublishSync(this.keyOf(tenantId), t.sending, 1000 / t.limit.ratePerS, t.limit.burst).then(
       (level) => {
+        // Forgotten while this sync was on its way: it wrote the key back.
+        if (this.tenants.get(tenantId) !== t) void this.redis.del(this.keyOf(tenantId)).catch(() => {});
         t.level = Number(level);
         t.syncedAt = sentAt;
         t.sending = 0;
@@ -191,6 +200,15 @@ export class RedisTenantPublishRate implements TenantPublishRate {
         this.opts.logger.debug({ err: (err as Error).message }, 'tenant publish rate sync failed');
       },
     );
+  }
+
+  private keyOf(tenantId: string): string {
+    return `${this.opts.prefix}tenant-publishes:${tenantId}`;
+  }
+
+  async forget(tenantId: string): Promise<void> {
+    this.tenants.delete(tenantId);
+    await this.redis.del(this.keyOf(tenantId));
   }
 
   close(): Promise<void> {

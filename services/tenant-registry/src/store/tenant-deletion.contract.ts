@@ -6,6 +6,7 @@ import { TenantCrypto } from '../crypto/tenant-crypto';
 import type { Db } from '../db/db';
 import { PURGE_STEPS } from './tenant-deletion';
 import { TenantStore } from './tenant-store';
+import { emptyCounts, UsageStore } from './usage-store';
 import type { StoreHarness } from './tenant-store.contract';
 
 const RULES = parseChannelRules({ default: ['subscribe', 'history'], channels: [{ pattern: 'chat:*', actions: ['subscribe', 'publish'] }] }) as ChannelRules;
@@ -46,6 +47,9 @@ export function tenantDeletionContract(driver: string, makeHarness: () => Promis
       for (const t of [id, b.tenant.tenantId]) {
         await store.channelRules.set(t, RULES);
         await store.users.revoke(t, 'alice', 1_900_000_000);
+        await store.limits.set(t, { replace: true, overrides: { max_subscriptions: 5 } });
+        const hourMs = clock.now() - (clock.now() % 3_600_000);
+        await new UsageStore(db, clock).applyFlush({ flushId: `i:${t}`, instanceId: 'i', rows: [{ ...emptyCounts(), tenantId: t, hourMs, deliveries: 1, peakConnections: 1, refusals: { subscriptions: 1 } }] });
       }
       await store.rotate(id);
       const version = (await store.get(id))!.version;
@@ -54,12 +58,12 @@ export function tenantDeletionContract(driver: string, makeHarness: () => Promis
 
       clock.advance(1000);
       const deleted = await store.delete(id);
-      expect(deleted).toMatchObject({ tenantId: id, repeated: false, usageKept: false, purged: { tenant_channel_rules: 1, user_revocations: 1 }, kept: [] });
+      expect(deleted).toMatchObject({ tenantId: id, repeated: false, usageKept: false, purged: { tenant_channel_rules: 1, user_revocations: 1, tenant_limits: 1, tenant_usage: 1, tenant_usage_peaks: 1, tenant_usage_refusals: 1 }, kept: [] });
       expect(deleted!.deletedAt.toISOString()).toBe('2030-01-01T00:00:01.000Z');
       // The next version, naming both key versions (2 after the rotation, and 1).
       expect(deleted!.event).toMatchObject({ kind: 'deleted', version: version + 1, revokedKeyVersions: [2, 1] });
 
-      expect(await rowsOf(id)).toEqual({ tenant_channel_rules: [], user_revocations: [] });
+      expect(await rowsOf(id)).toEqual(Object.fromEntries(PURGE_STEPS.map((step) => [step.table, []])));
       const [tomb] = await db.query<Record<string, unknown>>('SELECT * FROM tenants WHERE tenant_id = $1', [id]);
       expect(tomb).toMatchObject({ primary_secret: null, previous_secret: null, previous_key_version: null, host_sync_secret_hash: null, name: null, labels: {}, disabled: true, version: version + 1 });
       expect(tomb!.deleted_at).not.toBeNull();
@@ -146,6 +150,18 @@ export function tenantDeletionContract(driver: string, makeHarness: () => Promis
       expect((await rowsOf(id)).user_revocations).toHaveLength(1);
       expect(await store.get(id)).toBeDefined();
       expect(await store.feed.latestSeq()).toBe(latest);
+    });
+
+    it('drops usage an instance flushes after the deletion (it would bring purged rows back), and keeps other tenants\' counts of the same flush', async () => {
+      const gone = (await store.create({})).tenant.tenantId;
+      const live = (await store.create({})).tenant.tenantId;
+      expect(await store.delete(gone)).toBeDefined();
+      const usage = new UsageStore(db, clock);
+      const hour = clock.now() - (clock.now() % 3_600_000);
+      const row = (tenantId: string) => ({ ...emptyCounts(), tenantId, hourMs: hour, deliveries: 3, connectionMs: 1000 });
+      expect(await usage.applyFlush({ flushId: `late:${randomBytes(4).toString('hex')}`, instanceId: 'late', rows: [row(gone), row(live)] })).toBe('applied');
+      expect(await usage.tenantUsage(gone, 0, hour + 3_600_000, 'hour')).toEqual([]);
+      expect((await usage.tenantUsage(live, 0, hour + 3_600_000, 'hour'))[0]).toMatchObject({ deliveries: 3 });
     });
 
     it('keeps usage rows when asked: a usage step is skipped and named as kept', async () => {

@@ -25,6 +25,8 @@ export interface PurgeStep {
 export const PURGE_STEPS: readonly PurgeStep[] = [
   { table: 'tenant_channel_rules', sql: 'DELETE FROM tenant_channel_rules WHERE tenant_id = $1 RETURNING 1' },
   { table: 'user_revocations', sql: 'DELETE FROM user_revocations WHERE tenant_id = $1 RETURNING 1' },
+  // Its own limits and plan (migration 009); the plan itself stays, shared.
+  { table: 'tenant_limits', sql: 'DELETE FROM tenant_limits WHERE tenant_id = $1 RETURNING 1' },
   // Usage metering (migration 010); `?keep_usage=true` keeps them.
   { table: 'tenant_usage', sql: 'DELETE FROM tenant_usage WHERE tenant_id = $1 RETURNING 1', usage: true },
   { table: 'tenant_usage_peaks', sql: 'DELETE FROM tenant_usage_peaks WHERE tenant_id = $1 RETURNING 1', usage: true },

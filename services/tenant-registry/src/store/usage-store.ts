@@ -119,8 +119,11 @@ export class UsageStore {
       const now = new Date(this.clock.now()).toISOString();
       const fresh = await tx.query('INSERT INTO usage_flushes (flush_id, applied_at) VALUES ($1, $2) ON CONFLICT (flush_id) DO NOTHING RETURNING flush_id', [flush.flushId, now]);
       if (fresh.length === 0) return 'duplicate';
-      if (rows.length === 0) return 'applied';
-      await addCounts(tx, flush.instanceId, rows);
+      // Counts an instance flushes after a tenant's deletion (its last connections' time, say) would bring purged usage back.
+      const gone = rows.length === 0 ? [] : await tx.query<{ tenant_id: string }>('SELECT tenant_id FROM tenants WHERE tenant_id = ANY($1::uuid[]) AND deleted_at IS NOT NULL', [[...new Set(rows.map((r) => r.tenantId))]]);
+      const live = gone.length === 0 ? rows : rows.filter((r) => !gone.some((g) => g.tenant_id === r.tenantId));
+      if (live.length === 0) return 'applied';
+      await addCounts(tx, flush.instanceId, live);
       return 'applied';
     });
   }
