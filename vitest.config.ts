@@ -1,10 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
-// Six named suites. `npm test` runs all of them:
+// Seven named suites. `npm test` runs all of them:
 // - unit:   pure logic and in-process drivers (embedded PGlite, in-memory bus),
 //           and the property-based tests beside the code (*.fuzz.test.ts, *.property.test.ts)
 // - int:    the same contract suites against the real PostgreSQL and Redis
 // - e2e:    whole-stack tests that spawn every service as its own process
+//           (e2e-serial: the one among them that must not overlap another)
 // - attack: the whole stack as processes under hostile clients (`npm run attack`)
 // - faults: the distributed deployment on a private Redis and PostgreSQL that
 //           the tests kill, freeze and restart (`npm run faults`)
@@ -15,6 +16,16 @@ const common = {
   hookTimeout: 60_000,
 };
 
+// Vitest's default is one worker per core but one, which on a 2-core machine
+// is one file at a time: unit and int (160 files) spent 407 s for 142 s of
+// their own test time, the rest starting workers and importing modules, and
+// the e2e files waited for the stacks they start. These three projects share
+// group 0 with two workers (`PARALLEL_WORKERS`); the suites whose assertions
+// time what other work slows (attack, faults, ha) run after them, one file
+// at a time.
+const SERIAL_E2E = 'tests/sdk-tarball.test.ts';
+const parallel = { maxWorkers: Number(process.env.PARALLEL_WORKERS) || 2, sequence: { groupOrder: 0 } };
+
 export default defineConfig({
   test: {
     // In CI a JSON report lets .ci/run print the plain "N passed, N failed" line.
@@ -23,6 +34,7 @@ export default defineConfig({
       {
         test: {
           ...common,
+          ...parallel,
           name: 'unit',
           include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts', 'scripts/**/*.test.ts', 'bench/src/**/*.test.ts', 'tests/deploy/**/*.test.ts'],
           exclude: ['**/*.int.test.ts', '**/node_modules/**'],
@@ -31,6 +43,7 @@ export default defineConfig({
       {
         test: {
           ...common,
+          ...parallel,
           name: 'int',
           include: ['packages/*/src/**/*.int.test.ts', 'services/*/src/**/*.int.test.ts'],
           globalSetup: ['packages/testkit/src/require-backends.ts'],
@@ -39,12 +52,26 @@ export default defineConfig({
       {
         test: {
           ...common,
+          ...parallel,
           name: 'e2e',
           include: ['tests/**/*.test.ts'],
-          exclude: ['tests/faults/**', 'tests/attack/**', 'tests/deploy/**', 'tests/ha/**', '**/node_modules/**'],
+          exclude: ['tests/faults/**', 'tests/attack/**', 'tests/deploy/**', 'tests/ha/**', SERIAL_E2E, '**/node_modules/**'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          globalSetup: ['packages/testkit/src/require-backends.ts'],
+        },
+      },
+      {
+        test: {
+          ...common,
+          // Whole-stack files that must not overlap another e2e file: `npm
+          // pack` rebuilds the SDKs' dist/ that the others import.
+          name: 'e2e-serial',
+          include: [SERIAL_E2E],
           testTimeout: 60_000,
           hookTimeout: 120_000,
           fileParallelism: false,
+          sequence: { groupOrder: 1 },
           globalSetup: ['packages/testkit/src/require-backends.ts'],
         },
       },
