@@ -5,7 +5,7 @@ import { WebSocket } from 'ws';
 
 /**
  * A noisy tenant, in a process of its own so its client work does not slow
- * the measuring test (tests/tenant-limits.test.ts): for FLOOD_MS it sends
+ * the measuring test (tests/faults/tenant-limits.test.ts): for FLOOD_MS it sends
  * PUBLISH_PER_S publishes (a WebSocket on each realtime instance,
  * a tenth of them over REST through the gateway) and CONNECT_PER_S connection
  * attempts, then prints what was admitted and refused as one JSON line.

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { signToken } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { WebSocket } from 'ws';
-import { basic, createTenantWithSecret, type CreatedTenant } from './support/host';
-import { runCommand } from './support/processes';
-import { startStack, type Stack } from './support/stack';
-import { TestSocket, type Frame } from './support/ws-client';
+import { basic, createTenantWithSecret, type CreatedTenant } from '../support/host';
+import { runCommand } from '../support/processes';
+import { startStack, type Stack } from '../support/stack';
+import { TestSocket, type Frame } from '../support/ws-client';
 
 /**
  * Plans and per-tenant limits (#30 items 1 and 2) on the distributed stack:
@@ -13,6 +13,8 @@ import { TestSocket, type Frame } from './support/ws-client';
  * assertion. Each limit is refused at its number and not one before, on
  * either instance; a plan change is in force on both when its call answers
  * 200; and a tenant flooding at 10x its limits does not slow another down.
+ * In the faults project: like the overload test, its "the other tenant is
+ * not slowed" p99 must not share the 2 cores with other test files.
  */
 describe('plans and per-tenant limits across the whole stack', () => {
   let stack: Stack;
