@@ -2,7 +2,20 @@ import { makeRow } from '../lib/result-schema';
 import { rotate, sleep, withWorkers, type Scenario } from '../lib/scenario';
 import { watchCpu, type WorkerHandle } from '../lib/workers';
 
-const ROW = { name: 'usage_metering_ratio', unit: 'msgs/s', baselineName: 'same realtime, USAGE_METERING=false', target: 0.95 };
+const ROW = { name: 'usage_metering_ratio', unit: 'msgs/s', baselineName: 'same realtime, USAGE_METERING=false, tenant without limits of its own', target: 0.95 };
+/** The tenant's own limits on the measured side (#30 item 1): every one set, none reached by the load. */
+const TENANT_LIMITS = {
+  max_connections: 1_000_000,
+  publish_rate_per_s: 10_000_000,
+  publish_burst: 10_000_000,
+  connection_publish_rate_per_s: 1_000_000,
+  connection_publish_burst: 1_000_000,
+  max_subscriptions: 1000,
+  max_presence_members: 10_000,
+  history_max_messages: 1000,
+  history_ttl_s: 86_400,
+  max_message_bytes: 65_536,
+};
 const SUBSCRIBERS = 50;
 const MESSAGE_BYTES = 100;
 const WINDOW = 32;
@@ -10,10 +23,12 @@ const CHANNEL = 'bench-usage';
 
 /**
  * Publish and fan-out throughput with usage metering on (every publish and
- * delivery counted per tenant, flushed to the registry every second) against
- * the same realtime code with it off: two fresh realtime processes on the
- * same Redis, verifier and registry, the same tenant, publisher, window and
- * subscribers, measured in turns (A B, B A, ...).
+ * delivery counted per tenant, flushed to the registry every second) and a
+ * tenant with limits of its own (#30: every limit set, from the registry,
+ * the tenant publish rate reconciled on Redis), against the same realtime
+ * code with metering off and a tenant on the environment's defaults: two
+ * fresh realtime processes on the same Redis, verifier and registry, the same
+ * publisher, window and subscribers, measured in turns (A B, B A, ...).
  */
 export const usageMetering: Scenario = {
   rows: [ROW],
@@ -26,17 +41,24 @@ export const usageMetering: Scenario = {
         started.push(on.worker);
         const off = await stack.startRealtime('realtime-usage-off', [], { USAGE_METERING: 'false' });
         started.push(off.worker);
-        const key = stack.key;
+        const limitedTenant = await stack.createTenant();
+        const set = await fetch(`${stack.registryHttp}/admin/tenants/${limitedTenant.tenantId}/limits`, {
+          method: 'PUT',
+          headers: { authorization: `Bearer ${stack.adminToken}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ overrides: TENANT_LIMITS }),
+        });
+        if (set.status !== 200) throw new Error(`setting the tenant's limits answered ${set.status}: ${await set.text()}`);
+        const keys = { on: limitedTenant, off: stack.key } as const;
         // A channel per side: on one channel, each side's publishes would also fan out on the other process (both on one Redis).
-        const topicOf = (side: string) => `tenants/${key.tenantId}/channels/${CHANNEL}-${side}`;
+        const topicOf = (side: keyof typeof keys) => `tenants/${keys[side].tenantId}/channels/${CHANNEL}-${side}`;
         const sides = { on, off } as const;
         const [publisher, subscribers] = await Promise.all([spawn('ws-clients', { label: 'publisher' }), spawn('ws-clients', { label: 'subscribers' })]);
-        for (const [group, side] of Object.entries(sides)) {
-          const opened = await subscribers.call<{ opened: number; firstError?: string }>('open', { group, variant: 'relay', base: side.ws, count: SUBSCRIBERS, concurrency: 10, level: 'subscribed', topic: topicOf(group), key });
+        for (const group of ['on', 'off'] as const) {
+          const opened = await subscribers.call<{ opened: number; firstError?: string }>('open', { group, variant: 'relay', base: sides[group].ws, count: SUBSCRIBERS, concurrency: 10, level: 'subscribed', topic: topicOf(group), key: keys[group] });
           if (opened.opened < SUBSCRIBERS) throw new Error(`${group}: only ${opened.opened} subscribers (${opened.firstError})`);
         }
         const count = (group: string) => subscribers.call<{ delivered: number; atMs: number }>('count', { group });
-        const start = (side: keyof typeof sides) => publisher.call('publishStart', { group: side, variant: 'relay', base: sides[side].ws, topic: topicOf(side), window: WINDOW, bytes: MESSAGE_BYTES, key });
+        const start = (side: keyof typeof sides) => publisher.call('publishStart', { group: side, variant: 'relay', base: sides[side].ws, topic: topicOf(side), window: WINDOW, bytes: MESSAGE_BYTES, key: keys[side] });
         for (const side of ['on', 'off'] as const) {
           await start(side);
           await sleep(Math.max(1, budget.warmupSeconds) * 1000);
@@ -58,7 +80,7 @@ export const usageMetering: Scenario = {
             figures[side].push(((after.delivered - before.delivered) / (after.atMs - before.atMs)) * 1000);
           }
         }
-        const note = `${SUBSCRIBERS} subscribers, ${MESSAGE_BYTES}-byte data, window ${WINDOW}; metering flushes every 1 s`;
+        const note = `${SUBSCRIBERS} subscribers, ${MESSAGE_BYTES}-byte data, window ${WINDOW}; metering flushes every 1 s; measured tenant with every limit of its own set`;
         return [makeRow({ ...ROW, ours: figures.on, baseline: figures.off, quick: budget.quick, limitedBy: limited.on, baselineLimitedBy: limited.off, note })];
       } finally {
         await Promise.all(started.map((w) => w.stop(5000)));
