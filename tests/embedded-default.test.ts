@@ -99,6 +99,9 @@ describe('npm start on the embedded default', () => {
     // what the stop handed over is the final flush, and it was kept across the restart.
     const usage = await runCommand('npm', ['run', '--silent', 'admin', '--', 'usage', tenant.tenant_id, '--format', 'json'], { DATA_DIR: dataDir, REGISTRY_URL: env.REGISTRY_URL });
     expect(usage.code, usage.stderr).toBe(0);
-    expect(JSON.parse(usage.stdout).totals).toMatchObject({ published: { rest: 1, ws: 0, host: 0, total: 1 }, deliveries: 1, bytes_in: Buffer.byteLength('"hello"'), peak_connections: 1, refusals: {} });
+    // Two REST publishes served ("hello", "hi"), both delivered; refused: the 9-byte message by its size, a REST and a WebSocket publish by the tenant rate.
+    const totals = JSON.parse(usage.stdout).totals as { refusals: Record<string, number> };
+    expect(totals).toMatchObject({ published: { rest: 2, ws: 0, host: 0, total: 2 }, deliveries: 2, bytes_in: Buffer.byteLength('"hello"') + Buffer.byteLength('"hi"'), peak_connections: 1 });
+    expect(totals.refusals).toEqual({ payload_size: 1, tenant_publish_rate: 2 });
   });
 });

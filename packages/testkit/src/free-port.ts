@@ -17,6 +17,7 @@ function ephemeralLow(): number {
   }
 }
 const PORT_FLOOR = 10_000;
+const FETCH_BAD_PORT = 10_080;
 const PORT_CEILING = Math.max(PORT_FLOOR + 1000, ephemeralLow());
 
 function canBind(port: number): Promise<boolean> {
@@ -56,7 +57,9 @@ export async function freeLoopbackPort(): Promise<number> {
   const [low, high] = range();
   for (let i = 0; i < 200; i++) {
     const port = low + Math.floor(Math.random() * (high - low));
-    if (handedOut.has(port)) continue;
+    // 10080 is on the Fetch standard's "bad ports" list: Node's fetch refuses to connect to it (seen: a
+    // service given 10080 never passed its health check, whose fetch failed at once, every time).
+    if (handedOut.has(port) || port === FETCH_BAD_PORT) continue;
     handedOut.add(port);
     if (await canBind(port)) return port;
   }
