@@ -6,8 +6,8 @@ const ROW = { name: 'usage_metering_ratio', unit: 'msgs/s', baselineName: 'same 
 /** The tenant's own limits on the measured side (#30 item 1): every one set, none reached by the load. */
 const TENANT_LIMITS = {
   max_connections: 1_000_000,
-  publish_rate_per_s: 10_000_000,
-  publish_burst: 10_000_000,
+  publish_rate_per_s: 1_000_000,
+  publish_burst: 1_000_000,
   connection_publish_rate_per_s: 1_000_000,
   connection_publish_burst: 1_000_000,
   max_subscriptions: 1000,
