@@ -1,4 +1,5 @@
 import { createLogger, ManualClock } from '@service-relay/core';
+import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { MemoryTenantEventBus } from './memory-tenant-event-bus';
 import type { TenantEvent } from './tenant-event';
@@ -114,6 +115,43 @@ describe('TenantFeed', () => {
     expect(feed.isCurrent()).toBe(true);
     clock.advance(2);
     expect(feed.isCurrent()).toBe(false);
+    feed.close();
+  });
+
+  it('counts a lease loss when the lease runs out, once, and not while its handlers apply a change it knows of', async () => {
+    const source = new FakeSource();
+    const clock = new ManualClock(1_000_000);
+    // Polls every 5 ms (real time), so polls land while a handler below is running.
+    const feed = new TenantFeed('test', { source, leaseMs: 2000, pollIntervalMs: 5, clock, logger });
+    const registry = new Registry();
+    feed.addMetrics(registry, 't');
+    const losses = async () => Number(/^t_tenant_feed_lease_losses_total (\d+)/m.exec(await registry.metrics())?.[1]);
+    await feed.start();
+    let notCurrentInHandler = false;
+    feed.subscribe(async () => {
+      notCurrentInHandler = !feed.isCurrent();
+      await new Promise((r) => setTimeout(r, 40));
+    });
+    source.commit('disabled');
+    await feed.sync();
+    expect(notCurrentInHandler).toBe(true);
+    expect(feed.isCurrent()).toBe(true);
+    expect(await losses()).toBe(0);
+    // The registry stops answering: the lease runs out, counted once however many polls follow.
+    source.down = true;
+    clock.advance(2001);
+    await feed.sync();
+    await feed.sync();
+    expect(feed.isCurrent()).toBe(false);
+    expect(await losses()).toBe(1);
+    // Held again, then lost again: a second loss.
+    source.down = false;
+    await feed.sync();
+    expect(feed.isCurrent()).toBe(true);
+    source.down = true;
+    clock.advance(2001);
+    await feed.sync();
+    expect(await losses()).toBe(2);
     feed.close();
   });
 
