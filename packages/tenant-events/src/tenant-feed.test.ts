@@ -144,14 +144,32 @@ describe('TenantFeed', () => {
     await feed.sync();
     expect(feed.isCurrent()).toBe(false);
     expect(await losses()).toBe(1);
-    // Held again, then lost again: a second loss.
+    // An answer that comes after its lease already ran out never held one: no loss.
     source.down = false;
+    source.onRequest = () => clock.advance(2500);
+    await feed.sync();
+    expect(feed.isCurrent()).toBe(false);
+    expect(await losses()).toBe(1);
+    source.onRequest = () => {};
+    // Held again, then lost again: a second loss.
     await feed.sync();
     expect(feed.isCurrent()).toBe(true);
     source.down = true;
     clock.advance(2001);
     await feed.sync();
     expect(await losses()).toBe(2);
+    feed.close();
+  });
+
+  it('counts no loss for a lease it never held: its first leasing answer came after the lease had run out', async () => {
+    const { source, clock, feed } = setup(2000);
+    const registry = new Registry();
+    feed.addMetrics(registry, 't');
+    source.onRequest = () => clock.advance(2500);
+    await feed.start();
+    await feed.sync();
+    expect(feed.isCurrent()).toBe(false);
+    expect(/^t_tenant_feed_lease_losses_total (\d+)/m.exec(await registry.metrics())?.[1]).toBe('0');
     feed.close();
   });
 

@@ -90,8 +90,8 @@ export class TenantFeed extends FeedListeners implements TenantFeedHandle {
   private knownLatest = -1;
   private leaseUntil = 0;
   private wasCurrent = false;
-  /** The lease ran out and that was counted (until it is held again). */
-  private expiryNoted = false;
+  /** Seen current since the last loss counted: the lease running out now is a loss. */
+  private leaseHeld = false;
   private running: Promise<void> | undefined;
   private again = false;
   private closed = false;
@@ -270,13 +270,14 @@ export class TenantFeed extends FeedListeners implements TenantFeedHandle {
     // makes the feed not current for the handlers' while (caches are not
     // trusted meanwhile), but that is no loss (seen: a poll landing inside
     // the handlers of a disable counted one, in the overload fault test).
-    const expired = this.leaseUntil > 0 && this.opts.clock.now() >= this.leaseUntil;
-    if (expired && !this.expiryNoted) {
+    // A lease taken by an answer that came after it had already run out was never held: no loss either.
+    const now = this.isCurrent();
+    if (now) this.leaseHeld = true;
+    else if (this.leaseHeld && this.opts.clock.now() >= this.leaseUntil) {
+      this.leaseHeld = false;
       this.leaseLosses++;
       this.opts.logger.warn({ applied_seq: this.applied, latest_seq: this.knownLatest }, 'tenant feed lease lost: trusting no cached tenant state until current again');
     }
-    this.expiryNoted = expired;
-    const now = this.isCurrent();
     if (now === this.wasCurrent) return;
     this.wasCurrent = now;
     if (now) this.opts.logger.info({ applied_seq: this.applied }, 'tenant feed current');
