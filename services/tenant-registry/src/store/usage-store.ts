@@ -1,26 +1,15 @@
-import { isCanonicalUuid, systemClock, type Clock } from '@service-relay/core';
+import { isCanonicalUuid, systemClock, type Clock, type UsageRecord } from '@service-relay/core';
 import type { Db, Queryable } from '../db/db';
 
-/** The counters of one tenant in one UTC hour, as one instance counted them (one flush row). */
-export interface UsageCounts {
-  publishedRest: number;
-  publishedWs: number;
-  publishedHost: number;
-  deliveries: number;
-  bytesIn: number;
-  bytesOut: number;
-  /** This instance's peak of concurrent connections within the hour. */
-  peakConnections: number;
-  connectionMs: number;
-  /** Refusals by limit name (publish_rate, subscriptions, tenant_connections, ...). */
-  refusals: Record<string, number>;
-}
+/**
+ * The counters of one tenant in one UTC hour, as one instance counted them:
+ * the meter's record (packages/core usage-meter) without its tenant and hour.
+ * `peakConnections` is that instance's peak within the hour.
+ */
+export type UsageCounts = Omit<UsageRecord, 'tenantId' | 'hourMs'>;
 
-export interface UsageFlushRow extends UsageCounts {
-  tenantId: string;
-  /** The start of the UTC hour, in ms. */
-  hourMs: number;
-}
+/** One flush row: exactly what an instance's meter cut (hourMs: the start of the UTC hour). */
+export type UsageFlushRow = UsageRecord;
 
 /** One instance's flush: applied once per id, however often it is retried. */
 export interface UsageFlush {
