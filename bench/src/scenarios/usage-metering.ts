@@ -20,6 +20,14 @@ const SUBSCRIBERS = 50;
 const MESSAGE_BYTES = 100;
 const WINDOW = 32;
 const CHANNEL = 'bench-usage';
+/**
+ * Each round measures each side in this many slices, in turns (A B B A ...),
+ * and sums them: with one 5-second turn a side, a shift in the machine's load
+ * between the two turns moved a round's ratio by up to 10% (0.91-1.04 on a
+ * quiet machine with no difference in code).
+ */
+const SLICES = 4;
+const SLICE_WARMUP_MS = 300;
 
 /**
  * Publish and fan-out throughput with usage metering on (every publish and
@@ -35,9 +43,11 @@ export const usageMetering: Scenario = {
   run: (ctx) =>
     withWorkers(async (spawn) => {
       const { budget, stack } = ctx;
+      // BENCH_USAGE_AA=1: both sides metering off with a tenant on the defaults, to read the row's noise floor (bench/README.md).
+      const AA = process.env.BENCH_USAGE_AA === '1';
       const started: WorkerHandle[] = [];
       try {
-        const on = await stack.startRealtime('realtime-usage-on', [], { USAGE_METERING: 'true', USAGE_FLUSH_INTERVAL_S: '1' });
+        const on = await stack.startRealtime('realtime-usage-on', [], AA ? { USAGE_METERING: 'false' } : { USAGE_METERING: 'true', USAGE_FLUSH_INTERVAL_S: '1' });
         started.push(on.worker);
         const off = await stack.startRealtime('realtime-usage-off', [], { USAGE_METERING: 'false' });
         started.push(off.worker);
@@ -48,7 +58,7 @@ export const usageMetering: Scenario = {
           body: JSON.stringify({ overrides: TENANT_LIMITS }),
         });
         if (set.status !== 200) throw new Error(`setting the tenant's limits answered ${set.status}: ${await set.text()}`);
-        const keys = { on: limitedTenant, off: stack.key } as const;
+        const keys = { on: AA ? await stack.createTenant() : limitedTenant, off: stack.key } as const;
         // A channel per side: on one channel, each side's publishes would also fan out on the other process (both on one Redis).
         const topicOf = (side: keyof typeof keys) => `tenants/${keys[side].tenantId}/channels/${CHANNEL}-${side}`;
         const sides = { on, off } as const;
@@ -67,18 +77,27 @@ export const usageMetering: Scenario = {
         const figures: Record<keyof typeof sides, number[]> = { on: [], off: [] };
         const limited: Partial<Record<keyof typeof sides, string>> = {};
         const rounds = Math.max(2, budget.httpRuns);
+        const sliceMs = (budget.seconds * 1000) / SLICES;
         for (let round = 0; round < rounds; round++) {
-          for (const side of rotate(['on', 'off'] as const, round)) {
-            await start(side);
-            await sleep(500);
-            const cpu = await watchCpu([sides[side].worker, subscribers, publisher]);
-            const before = await count(side);
-            await sleep(budget.seconds * 1000);
-            const after = await count(side);
-            limited[side] = await cpu();
-            await publisher.call('publishStop', { group: side });
-            figures[side].push(((after.delivered - before.delivered) / (after.atMs - before.atMs)) * 1000);
+          const delivered = { on: 0, off: 0 };
+          const elapsedMs = { on: 0, off: 0 };
+          // A B B A A B B A ...: the order flips every slice pair, so a drift in the machine's load falls on both sides alike.
+          for (let slice = 0; slice < SLICES; slice++) {
+            for (const side of rotate(['on', 'off'] as const, round + Math.floor((slice + 1) / 2))) {
+              await start(side);
+              await sleep(SLICE_WARMUP_MS);
+              const cpu = await watchCpu([sides[side].worker, subscribers, publisher]);
+              const before = await count(side);
+              await sleep(sliceMs);
+              const after = await count(side);
+              limited[side] = await cpu();
+              await publisher.call('publishStop', { group: side });
+              delivered[side] += after.delivered - before.delivered;
+              elapsedMs[side] += after.atMs - before.atMs;
+            }
           }
+          for (const side of ['on', 'off'] as const) figures[side].push((delivered[side] / elapsedMs[side]) * 1000);
+          ctx.log(`usage: round ${round + 1}: ratio ${(figures.on.at(-1)! / figures.off.at(-1)!).toFixed(3)}${AA ? ' (A/A: both sides off)' : ''}`);
         }
         const note = `${SUBSCRIBERS} subscribers, ${MESSAGE_BYTES}-byte data, window ${WINDOW}; metering flushes every 1 s; measured tenant with every limit of its own set`;
         return [makeRow({ ...ROW, ours: figures.on, baseline: figures.off, quick: budget.quick, limitedBy: limited.on, baselineLimitedBy: limited.off, note })];
