@@ -178,7 +178,10 @@ async function history(opts: RestOptions, res: ServerResponse, ref: ChannelRef, 
   if (limitText !== null && !/^\d{1,3}$/.test(limitText)) return fail(res, 'invalid_query');
   const limit = limitText === null ? 50 : Number(limitText);
   if (limit < 1 || limit > 100) return fail(res, 'invalid_query');
-  const page = await opts.messages.history(ref, after === null ? { limit } : { after, limit, ...(epoch !== null && { epoch }) });
+  // The tenant's own history TTL judges `too_old` (#30); limits that cannot be fetched leave the store's.
+  const lookup = after === null ? undefined : opts.limits?.load(ref.tenantId);
+  const ttlS = (lookup instanceof Promise ? await lookup.catch(() => undefined) : lookup)?.history_ttl_s;
+  const page = await opts.messages.history(ref, after === null ? { limit } : { after, limit, ...(epoch !== null && { epoch }), ...(ttlS !== undefined && { ttlS }) });
   if (page.recovery) opts.metrics.recovery('rest', page.recovery);
   sendJson(res, 200, historyJson(page));
 }

@@ -121,7 +121,7 @@ export class MemoryMessageBus implements MessageBus {
         clientEpoch: query.epoch,
         stream: log && { epoch: log.epoch, since: log.since, maxDeleted: log.maxDeleted },
         nowMs: now,
-        ttlMs: this.retention.ttlS * 1000,
+        ttlMs: (query.ttlS ?? this.retention.ttlS) * 1000,
       });
     }
     return page;

@@ -74,6 +74,18 @@ export function describeEpochs(get: () => Handles): void {
       expect((await b.history(r, { after: `${now - 61_000}-0`, limit: 10 })).recovery).toEqual(TOO_OLD);
     });
 
+    it("judges with the tenant's own history TTL when the read names one (#30)", async () => {
+      const { a, b } = get();
+      const r = ref();
+      const now = (await a.publish(ref(), 'u', 'clock')).ms;
+      // A tenant keeping 10 s: a 20 s gap is its retention, not a loss; one keeping 120 s: a 61 s gap is a loss.
+      expect((await b.history(r, { after: `${now - 20_000}-0`, limit: 10, ttlS: 10 })).recovery).toEqual(TOO_OLD);
+      expect((await b.history(r, { after: `${now - 61_000}-0`, limit: 10, ttlS: 120 })).recovery).toEqual(LOST);
+      const m1 = await a.publish(r, 'u', '1');
+      expect((await b.history(r, { after: `${m1.ms - 20_000}-0`, limit: 10, ttlS: 10 })).recovery).toEqual(TOO_OLD);
+      expect((await b.history(r, { after: `${m1.ms - 20_000}-0`, limit: 10 })).recovery).toEqual(LOST);
+    });
+
     it('says too_old when messages after `after` were trimmed, and replays what is left in order', async () => {
       const { a, b } = get();
       const r = ref();

@@ -17,6 +17,8 @@ export interface HistoryQuery {
   limit: number;
   /** The epoch the client was last told, sent back with `after`. */
   epoch?: string;
+  /** The tenant's history TTL (#30), which judges a gap `too_old` rather than `history_lost`; default: the store's. */
+  ttlS?: number;
 }
 
 export interface HistoryPage {

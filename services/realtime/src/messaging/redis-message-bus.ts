@@ -139,7 +139,7 @@ export class RedisMessageBus implements MessageBus {
     const messages = entries.map((e) => toMessage(ref.channel, e));
     const page: HistoryPage = { messages: query.after === undefined ? messages.reverse() : messages, epoch: stream?.epoch ?? NO_EPOCH };
     if (query.after !== undefined) {
-      const ttlMs = this.retention.ttlS * 1000;
+      const ttlMs = (query.ttlS ?? this.retention.ttlS) * 1000;
       page.recovery = judgeRecovery({ after: parseMessageId(query.after)!, clientEpoch: query.epoch, stream, nowMs, ttlMs });
     }
     return page;

@@ -157,6 +157,7 @@ export class ChannelFrames {
             conn.send(replyFrame({ type: 'subscribed', topic: name, epoch: first.epoch, ...first.recovery }, frameRef));
           },
           conn.serving,
+          limits?.history_ttl_s,
         );
         ctx.metrics.messagesOut.inc(replayed);
       }

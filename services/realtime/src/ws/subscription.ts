@@ -52,7 +52,7 @@ export class Subscription implements TopicSubscriber {
    * Stops when `serving` says no (it then closed the connection). Returns how
    * many messages it replayed.
    */
-  async replay(messages: MessageBus, after: string, epoch: string | undefined, announce: (first: HistoryPage) => void, serving: () => boolean = ALWAYS): Promise<number> {
+  async replay(messages: MessageBus, after: string, epoch: string | undefined, announce: (first: HistoryPage) => void, serving: () => boolean = ALWAYS, ttlS?: number): Promise<number> {
     // The client has everything up to `after`: a live copy of such a message is not sent either.
     const start = parseMessageId(after)!;
     this.lastMs = start.ms;
@@ -60,7 +60,7 @@ export class Subscription implements TopicSubscriber {
     let cursor = after;
     let sent = 0;
     for (let first = true; ; first = false) {
-      const read = await messages.history(this.ref, { after: cursor, limit: REPLAY_PAGE, ...(first && epoch !== undefined && { epoch }) });
+      const read = await messages.history(this.ref, { after: cursor, limit: REPLAY_PAGE, ...(first && epoch !== undefined && { epoch }), ...(ttlS !== undefined && { ttlS }) });
       // Checked after every read: the instance may have stopped vouching for its connections meanwhile (FeedCutoff).
       if (this.cancelled || !serving()) return sent;
       if (first) announce(read);
