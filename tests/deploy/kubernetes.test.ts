@@ -70,6 +70,8 @@ function containerEnv(name: Name): Record<string, string> {
     else if (e.valueFrom?.secretKeyRef) {
       const ref = e.valueFrom.secretKeyRef;
       const value = STUB_SECRETS[ref.name]?.[ref.key];
+      // An optional key (INTERNAL_TOKEN_NEXT, set only during a rotation) absent from the Secret leaves the variable unset.
+      if (value === undefined && ref.optional === true) continue;
       if (value === undefined) throw new Error(`${name}: ${e.name} refers to an unknown secret ${ref.name}/${ref.key}`);
       env[e.name] = value;
     } else if (e.valueFrom?.configMapKeyRef) env[e.name] = get('ConfigMap', e.valueFrom.configMapKeyRef.name).data[e.valueFrom.configMapKeyRef.key];

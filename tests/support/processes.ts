@@ -25,9 +25,19 @@ export class ManagedProcess {
     readonly name: string,
     private readonly command: string,
     private readonly args: string[],
-    private readonly env: Record<string, string>,
+    private env: Record<string, string>,
     private readonly options: ManagedProcessOptions = {},
   ) {}
+
+  /** Changes the environment of the next start (undefined removes a variable), as an operator edits a deployment before a restart. */
+  setEnv(changes: Record<string, string | undefined>): void {
+    const env = { ...this.env };
+    for (const [k, v] of Object.entries(changes)) {
+      if (v === undefined) delete env[k];
+      else env[k] = v;
+    }
+    this.env = env;
+  }
 
   start(): void {
     this.exitCode = undefined;

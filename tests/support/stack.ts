@@ -51,6 +51,8 @@ export interface StackOptions {
   gatewayEnv?: Record<string, string>;
   /** Extra environment of both realtime instances (e.g. TENANT_RATE_SYNC_MS), or of realtime1 and realtime2 in that order. */
   realtimeEnv?: Record<string, string> | [Record<string, string>, Record<string, string>];
+  /** Extra environment by process name (registry, verifier1, verifier2, realtime1, realtime2, gateway), applied last. */
+  serviceEnv?: Record<string, Record<string, string>>;
 }
 
 /**
@@ -83,7 +85,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const procs: Record<string, ManagedProcess> = {};
   const health: Record<string, string> = {};
   const add = (name: string, service: string, env: Record<string, string>, healthUrl: string) => {
-    procs[name] = new ManagedProcess(name, process.execPath, [...TSX, `services/${service}/src/main.ts`], { ...common, ...env });
+    procs[name] = new ManagedProcess(name, process.execPath, [...TSX, `services/${service}/src/main.ts`], { ...common, ...env, ...opts.serviceEnv?.[name] });
     health[name] = healthUrl;
   };
   // The host server API's publish and presence go to realtime2, so the gateway (realtime1) and the registry use different instances.

@@ -23,6 +23,15 @@ describe('EnvReader', () => {
     }
   });
 
+  it('reads INTERNAL_TOKEN, and INTERNAL_TOKEN_NEXT beside it during a rotation (sent: INTERNAL_TOKEN; accepted: both)', () => {
+    const current = 'Kq2b7dX0pLm4Rt8vYw1zNc5sHj3gFe6a';
+    const next = 'Zx9cVb8nMq7wEr6tYu5iOp4aSd3fGh2j';
+    expect(reader({ INTERNAL_TOKEN: current }).internalTokens()).toEqual({ internalToken: current, acceptedInternalTokens: [current] });
+    expect(reader({ INTERNAL_TOKEN: current, INTERNAL_TOKEN_NEXT: next }).internalTokens()).toEqual({ internalToken: current, acceptedInternalTokens: [current, next] });
+    expect(() => reader({ INTERNAL_TOKEN: current, INTERNAL_TOKEN_NEXT: current }).internalTokens()).toThrow(/INTERNAL_TOKEN_NEXT equals INTERNAL_TOKEN/);
+    expect(() => reader({ INTERNAL_TOKEN: current, INTERNAL_TOKEN_NEXT: 'short' }).internalTokens()).toThrow(/INTERNAL_TOKEN_NEXT must be at least 32 characters/);
+  });
+
   it('reads defaults, integers, booleans and URLs', () => {
     const r = reader({ A: '12', B: 'true', U: 'redis://127.0.0.1:6379' });
     expect(r.int('A', 1, 0, 100)).toBe(12);

@@ -130,6 +130,19 @@ export class EnvReader {
     return v;
   }
 
+  /**
+   * INTERNAL_TOKEN and, during a rotation, INTERNAL_TOKEN_NEXT
+   * (docs/OPERATIONS.md "Rotating INTERNAL_TOKEN"): a service sends
+   * INTERNAL_TOKEN and accepts either.
+   */
+  internalTokens(): { internalToken: string; acceptedInternalTokens: readonly string[] } {
+    const internalToken = this.credential('INTERNAL_TOKEN');
+    if (this.raw('INTERNAL_TOKEN_NEXT') === undefined) return { internalToken, acceptedInternalTokens: [internalToken] };
+    const next = this.credential('INTERNAL_TOKEN_NEXT');
+    if (next === internalToken) throw new ConfigError('INTERNAL_TOKEN_NEXT', 'equals INTERNAL_TOKEN (set it to the new value during a rotation, or unset it)');
+    return { internalToken, acceptedInternalTokens: [internalToken, next] };
+  }
+
   /** SECRETS_KEY: exactly 32 bytes in base64, and not a placeholder such as all zeros. */
   secretsKey(name = 'SECRETS_KEY'): Buffer {
     const v = this.raw(name);

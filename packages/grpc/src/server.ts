@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { grpcStatusFor, safeEqual, type ErrorCode } from '@service-relay/core';
+import { grpcStatusFor, safeEqualAny, type ErrorCode } from '@service-relay/core';
 
 export const INTERNAL_TOKEN_METADATA = 'x-internal-token';
 
@@ -35,10 +35,10 @@ export function internalMetadata(token: string): grpc.Metadata {
   return md;
 }
 
-/** Timing-safe check of the caller's INTERNAL_TOKEN. */
-export function hasInternalToken(metadata: grpc.Metadata, expected: string): boolean {
+/** Timing-safe check of the caller's INTERNAL_TOKEN (`accepted`: it and, during a rotation, INTERNAL_TOKEN_NEXT). */
+export function hasInternalToken(metadata: grpc.Metadata, accepted: string | readonly string[]): boolean {
   const got = metadata.get(INTERNAL_TOKEN_METADATA)[0];
-  return typeof got === 'string' && safeEqual(got, expected);
+  return typeof got === 'string' && safeEqualAny(got, accepted);
 }
 
 export function grpcError(code: ErrorCode, details: string = code): grpc.ServiceError {

@@ -11,6 +11,8 @@ export interface VerifierConfig {
   registryAddr: string;
   tenantFeed: TenantFeedConfig;
   internalToken: string;
+  /** INTERNAL_TOKEN and INTERNAL_TOKEN_NEXT while it is set: what this service accepts from callers. */
+  acceptedInternalTokens: readonly string[];
   /**
    * AES-256-GCM key for the shared (Redis) key cache, derived from SECRETS_KEY.
    * Undefined only without REDIS_URL, where no entry ever leaves the process.
@@ -46,7 +48,7 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Ve
     httpHost: r.bindHost('VERIFIER_HTTP_HOST'),
     registryAddr: tenantFeed.registryAddr,
     tenantFeed: Object.freeze(tenantFeed),
-    internalToken: r.credential('INTERNAL_TOKEN'),
+    ...r.internalTokens(),
     cacheKey: secretsKey ? deriveCacheKey(secretsKey) : undefined,
     redis: Object.freeze({ ...redis }),
     maxTokenLifetimeS: r.int('MAX_TOKEN_LIFETIME_S', 86_400, 1, 31_536_000),

@@ -39,7 +39,7 @@ function answer(id: number, outcome: VerifyOutcome): VerifyStreamResponse {
  * services holding INTERNAL_TOKEN may ask: a verdict's `reason` separates
  * unknown tenants from bad signatures, an oracle no outsider may query.
  */
-export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, internalToken: string, tracing: Tracing = TRACING_OFF): grpc.UntypedServiceImplementation {
+export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, acceptedTokens: string | readonly string[], tracing: Tracing = TRACING_OFF): grpc.UntypedServiceImplementation {
   // A span around one check, continuing the caller's trace (unary: call
   // metadata; stream: the message's own traceparent). Off: the check itself.
   const check = (token: string, parent: () => TraceContext, minSeq = 0): VerifyOutcome | Promise<VerifyOutcome> => {
@@ -58,7 +58,7 @@ export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, i
   };
   return {
     Verify(call: grpc.ServerUnaryCall<VerifyRequest, VerifyResponseWire>, cb: grpc.sendUnaryData<VerifyResponseWire>) {
-      if (!hasInternalToken(call.metadata, internalToken)) return cb(grpcError('invalid_internal_token'));
+      if (!hasInternalToken(call.metadata, acceptedTokens)) return cb(grpcError('invalid_internal_token'));
       const reply = (outcome: VerifyOutcome) => {
         const res = wire(outcome);
         if (res) cb(null, res);
@@ -72,7 +72,7 @@ export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, i
     // For operators (the registry's admin explain_token): the same check, its
     // reason explained, the token decoded. Never logs the token.
     Explain(call: grpc.ServerUnaryCall<ExplainRequest, ExplainResponseWire>, cb: grpc.sendUnaryData<ExplainResponseWire>) {
-      if (!hasInternalToken(call.metadata, internalToken)) return cb(grpcError('invalid_internal_token'));
+      if (!hasInternalToken(call.metadata, acceptedTokens)) return cb(grpcError('invalid_internal_token'));
       const token = call.request.token ?? '';
       void verifier.explain(token).then((outcome) => {
         const verdict = wire(outcome);
@@ -84,7 +84,7 @@ export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, i
     },
 
     VerifyStream(call: grpc.ServerDuplexStream<VerifyStreamRequest, VerifyStreamResponse>) {
-      if (!hasInternalToken(call.metadata, internalToken)) {
+      if (!hasInternalToken(call.metadata, acceptedTokens)) {
         // grpc-js ends a server stream with the status of an 'error' it emits.
         call.emit('error', grpcError('invalid_internal_token'));
         return;
@@ -134,7 +134,7 @@ export function tokenVerifierHandlers(verifier: TokenVerifier, logger: Logger, i
     // it is ready, with the others that became ready on the same turn of the
     // event loop, so it never holds back the rest.
     VerifyBatchStream(call: grpc.ServerDuplexStream<VerifyBatchRequest, VerifyBatchResponse>) {
-      if (!hasInternalToken(call.metadata, internalToken)) {
+      if (!hasInternalToken(call.metadata, acceptedTokens)) {
         call.emit('error', grpcError('invalid_internal_token'));
         return;
       }

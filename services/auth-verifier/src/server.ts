@@ -50,7 +50,7 @@ export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDep
   // Callers hold one VerifyStream open for a long time and keep it alive with
   // pings (verifier-client: every 10 s); accept them instead of answering GOAWAY.
   const grpcServer = new grpc.Server({ 'grpc.keepalive_permit_without_calls': 1, 'grpc.http2.min_ping_interval_without_data_ms': 5_000 });
-  grpcServer.addService(serviceDefinition(VERIFIER_PROTO, VERIFIER_SERVICE), tokenVerifierHandlers(verifier, logger, config.internalToken, tracing));
+  grpcServer.addService(serviceDefinition(VERIFIER_PROTO, VERIFIER_SERVICE), tokenVerifierHandlers(verifier, logger, config.acceptedInternalTokens, tracing));
   const health = new HealthService([VERIFIER_SERVICE]);
   health.addTo(grpcServer);
 

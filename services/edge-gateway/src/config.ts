@@ -20,6 +20,8 @@ export interface GatewayConfig {
   /** The first of realtimeUrls. */
   realtimeUrl: string;
   internalToken: string;
+  /** INTERNAL_TOKEN and INTERNAL_TOKEN_NEXT while it is set: what this service accepts from callers. */
+  acceptedInternalTokens: readonly string[];
   redis: RedisSettings;
   /** Allowed browser origins; `'*'` allows any. Empty: no CORS headers at all. */
   corsOrigins: readonly string[] | '*';
@@ -82,7 +84,7 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
     registryUrl: registryUrls[0]!,
     realtimeUrls,
     realtimeUrl: realtimeUrls[0]!,
-    internalToken: r.credential('INTERNAL_TOKEN'),
+    ...r.internalTokens(),
     redis,
     corsOrigins: parseOrigins(r.optional('CORS_ORIGINS')),
     upstreamTimeoutMs: r.int('UPSTREAM_TIMEOUT_MS', 10_000, 100, 600_000),

@@ -12,6 +12,8 @@ export interface RealtimeConfig {
   /** The registry's gRPC address and the lease of the tenant feed. */
   tenantFeed: TenantFeedConfig;
   internalToken: string;
+  /** INTERNAL_TOKEN and INTERNAL_TOKEN_NEXT while it is set: what this service accepts from callers. */
+  acceptedInternalTokens: readonly string[];
   redis: RedisSettings;
   verifyDeadlineMs: number;
   historyMaxMessages: number;
@@ -56,7 +58,7 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
     connectionLimits: Object.freeze(realtimeConnectionLimits(r, env, opts.standalone)),
     verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),
     tenantFeed: Object.freeze(readTenantFeedConfig(r)),
-    internalToken: r.credential('INTERNAL_TOKEN'),
+    ...r.internalTokens(),
     redis: Object.freeze(redis),
     verifyDeadlineMs: r.int('VERIFY_DEADLINE_MS', 2000, 10, 60_000),
     historyMaxMessages: r.int('HISTORY_MAX_MESSAGES', 1000, 1, 10_000_000),

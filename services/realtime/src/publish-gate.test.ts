@@ -21,7 +21,7 @@ describe('the publish gate (acceptingPublishes)', () => {
   let base: string;
 
   beforeAll(async () => {
-    server = createServer(createRestHandler({ internalToken: TEST_INTERNAL_TOKEN, messages, metrics, logger, acceptingPublishes: () => accepting }));
+    server = createServer(createRestHandler({ acceptedInternalTokens: TEST_INTERNAL_TOKEN, messages, metrics, logger, acceptingPublishes: () => accepting }));
     base = `http://127.0.0.1:${await listen(server, 0, '127.0.0.1')}`;
   });
   afterAll(async () => {

@@ -197,9 +197,9 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   };
 
   // The REST side continues the gateway's traceparent (ops and /ws plain requests are not traced).
-  const rest = traceRequests(tracing, createRestHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup, presence, limits, tenantPublishes, refusals, usage: usage?.meter }));
+  const rest = traceRequests(tracing, createRestHandler({ acceptedInternalTokens: config.acceptedInternalTokens, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup, presence, limits, tenantPublishes, refusals, usage: usage?.meter }));
   // The host server API's realtime side (#13), called by the registry only.
-  const serverApi = createServerApiHandler({ internalToken: config.internalToken, messages, metrics, logger, acceptingPublishes, presence: deps.presence ?? presence.list, limits, tenantPublishes, refusals, usage: usage?.meter });
+  const serverApi = createServerApiHandler({ acceptedInternalTokens: config.acceptedInternalTokens, messages, metrics, logger, acceptingPublishes, presence: deps.presence ?? presence.list, limits, tenantPublishes, refusals, usage: usage?.meter });
   const readiness = {
     verifier: () => verifier.ready(),
     messages: () => messages.ready(),

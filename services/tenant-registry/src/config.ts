@@ -34,6 +34,8 @@ export interface RegistryConfig {
   /** ADMIN_TOKEN_NEXT: accepted beside adminToken while clients move to it (docs/OPERATIONS.md "Rotating ADMIN_TOKEN"). */
   adminTokenNext: string | undefined;
   internalToken: string;
+  /** INTERNAL_TOKEN and INTERNAL_TOKEN_NEXT while it is set: what this service accepts from callers. */
+  acceptedInternalTokens: readonly string[];
   /** 32 bytes; encrypts JWT secrets and keys the host-sync hash. */
   secretsKey: Buffer;
   logLevel: string;
@@ -94,7 +96,7 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     redis: Object.freeze(redis),
     adminToken: adminCredential(r, 'ADMIN_TOKEN'),
     adminTokenNext: r.raw('ADMIN_TOKEN_NEXT') === undefined ? undefined : adminCredential(r, 'ADMIN_TOKEN_NEXT'),
-    internalToken: r.credential('INTERNAL_TOKEN'),
+    ...r.internalTokens(),
     secretsKey: r.secretsKey(),
     logLevel: r.logLevel(),
     propagationTimeoutMs: r.int('PROPAGATION_TIMEOUT_MS', 3000, 100, 60_000),

@@ -180,7 +180,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         const app = createApp({
           usage: new AdminUsage(usage, admin, () => (deps.clock ?? systemClock).now()),
           explainer,
-          hostFetch: { limiter, fromGateway: internalCaller(config.internalToken), addresses },
+          hostFetch: { limiter, fromGateway: internalCaller(config.acceptedInternalTokens), addresses },
           hostApi: { users, realtime, ...(deps.clock && { clock: deps.clock }) },
           admin,
           limits: new LimitsAdmin(store.limits, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds)),
@@ -198,10 +198,10 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         guardConnections(http, config.connectionLimits, logger);
         httpPort = await listen(http, config.httpPort, config.httpHost);
         rpc = new grpc.Server();
-        addKeyService(rpc, store, config.internalToken, metrics, logger);
-        addUsageService(rpc, usage, config.internalToken, metrics, logger);
+        addKeyService(rpc, store, config.acceptedInternalTokens, metrics, logger);
+        addUsageService(rpc, usage, config.acceptedInternalTokens, metrics, logger);
         const p = propagation;
-        addFeedService(rpc, new FeedAnswers(store.feed, mirror, () => p.progressed(), logger), store.channelRules, config.internalToken, metrics, logger, store.limits);
+        addFeedService(rpc, new FeedAnswers(store.feed, mirror, () => p.progressed(), logger), store.channelRules, config.acceptedInternalTokens, metrics, logger, store.limits);
         health = new HealthService([REGISTRY_KEYS_SERVICE, REGISTRY_FEED_SERVICE]);
         health.addTo(rpc);
         grpcPort = await bindServer(rpc, grpcAddress(config.grpcHost, config.grpcPort));

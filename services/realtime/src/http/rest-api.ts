@@ -23,7 +23,8 @@ const MESSAGES_PATH = /^\/api\/v1\/channels\/([^/]+)\/messages$/;
 const PRESENCE_PATH = /^\/api\/v1\/channels\/([^/]+)\/presence$/;
 
 export interface RestOptions {
-  internalToken: string;
+  /** INTERNAL_TOKEN, and INTERNAL_TOKEN_NEXT during a rotation: what a caller from our own services may present. */
+  acceptedInternalTokens: string | readonly string[];
   messages: MessageBus;
   metrics: RealtimeMetrics;
   logger: Logger;
@@ -57,7 +58,7 @@ interface Caller {
  * x-relay-* headers; anything else is the contract's 401.
  */
 export function createRestHandler(opts: RestOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const fromGateway = internalCaller(opts.internalToken);
+  const fromGateway = internalCaller(opts.acceptedInternalTokens);
   return (req, res) => {
     handle(opts, fromGateway, req, res).catch((err: unknown) => {
       const code = codeOf(err);

@@ -114,6 +114,7 @@ describe('internal server API (the registry’s calls for the host server API)',
 });
 
 describe('internal server API: presence listing', () => {
+  const NEXT_TOKEN = 'next-internal-token-next-internal-token-0123';
   let http: Server;
   let url = '';
   const asked: Array<{ tenantId: string; channel: string }> = [];
@@ -126,7 +127,8 @@ describe('internal server API: presence listing', () => {
 
   beforeAll(async () => {
     const handler = createServerApiHandler({
-      internalToken: TEST_INTERNAL_TOKEN,
+      // Mid-rotation: INTERNAL_TOKEN and INTERNAL_TOKEN_NEXT both accepted.
+      acceptedInternalTokens: [TEST_INTERNAL_TOKEN, NEXT_TOKEN],
       messages: new MemoryMessageBus({ maxMessages: 10, ttlS: 60 }),
       metrics: createRealtimeMetrics(),
       logger: createLogger({ service: 'test', level: 'silent' }),
@@ -146,6 +148,14 @@ describe('internal server API: presence listing', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ channel: 'room:1', members: [{ user_id: 'u1', data: { s: 'here' } }, { user_id: 'u2' }] });
     expect(asked).toEqual([{ tenantId, channel: 'room:1' }]);
+  });
+
+  it('accepts INTERNAL_TOKEN_NEXT beside INTERNAL_TOKEN during a rotation, and nothing else', async () => {
+    const path = `${url}/internal/server/channels/room%3A1/presence`;
+    expect((await fetch(path, { headers: { ...headers, 'x-internal-token': NEXT_TOKEN } })).status).toBe(200);
+    const wrong = await fetch(path, { headers: { ...headers, 'x-internal-token': `${NEXT_TOKEN}x` } });
+    expect(wrong.status).toBe(401);
+    expect(await wrong.json()).toEqual({ errors: ['invalid_internal_token'] });
   });
 
   it('refuses a bad channel (400) and a wrong method (405)', async () => {

@@ -32,7 +32,8 @@ export interface PresenceMember {
 export type PresenceLister = (ref: ChannelRef) => Promise<PresenceMember[]>;
 
 export interface ServerApiOptions {
-  internalToken: string;
+  /** INTERNAL_TOKEN, and INTERNAL_TOKEN_NEXT during a rotation: what a caller from our own services may present. */
+  acceptedInternalTokens: string | readonly string[];
   messages: MessageBus;
   metrics: RealtimeMetrics;
   logger: Logger;
@@ -57,7 +58,7 @@ type UsageRecorderOf = Pick<UsageMeter, 'published'>;
  * `from: "server"`) and no channel rule applies to it: it is the tenant.
  */
 export function createServerApiHandler(opts: ServerApiOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const fromPeer = internalCaller(opts.internalToken);
+  const fromPeer = internalCaller(opts.acceptedInternalTokens);
   return (req, res) => {
     handle(opts, fromPeer, req, res).catch((err: unknown) => {
       const code = codeOf(err);

@@ -35,7 +35,7 @@ export function addFeedService(
   server: grpc.Server,
   feed: FeedAnswers,
   rules: ChannelRulesStore,
-  internalToken: string,
+  acceptedTokens: string | readonly string[],
   metrics: RegistryMetrics,
   logger: Logger,
   /** TenantLimits (#30); absent, it answers unavailable (realtime then applies its defaults). */
@@ -43,7 +43,7 @@ export function addFeedService(
 ): void {
   server.addService(serviceDefinition(REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE), {
     ChangesSince: (call: grpc.ServerUnaryCall<ChangesSinceRequest, ChangesSinceResponse>, callback: grpc.sendUnaryData<ChangesSinceResponse>) => {
-      if (!hasInternalToken(call.metadata, internalToken)) {
+      if (!hasInternalToken(call.metadata, acceptedTokens)) {
         metrics.feedCall('unauthenticated');
         callback(grpcError('invalid_internal_token'));
         return;
@@ -80,7 +80,7 @@ export function addFeedService(
       );
     },
     ChannelRules: (call: grpc.ServerUnaryCall<ChannelRulesRequest, ChannelRulesResponse>, callback: grpc.sendUnaryData<ChannelRulesResponse>) => {
-      if (!hasInternalToken(call.metadata, internalToken)) {
+      if (!hasInternalToken(call.metadata, acceptedTokens)) {
         metrics.rulesCall('unauthenticated');
         callback(grpcError('invalid_internal_token'));
         return;
@@ -100,7 +100,7 @@ export function addFeedService(
       );
     },
     TenantLimits: (call: grpc.ServerUnaryCall<TenantLimitsRequest, TenantLimitsResponse>, callback: grpc.sendUnaryData<TenantLimitsResponse>) => {
-      if (!hasInternalToken(call.metadata, internalToken)) {
+      if (!hasInternalToken(call.metadata, acceptedTokens)) {
         metrics.rulesCall('unauthenticated');
         callback(grpcError('invalid_internal_token'));
         return;

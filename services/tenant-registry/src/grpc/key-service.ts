@@ -9,10 +9,10 @@ import type { TenantStore } from '../store/tenant-store';
  * another service. Callers must present INTERNAL_TOKEN. A disabled tenant's
  * secrets are not handed out at all: nothing may verify with them.
  */
-export function addKeyService(server: grpc.Server, store: TenantStore, internalToken: string, metrics: RegistryMetrics, logger: Logger): void {
+export function addKeyService(server: grpc.Server, store: TenantStore, acceptedTokens: string | readonly string[], metrics: RegistryMetrics, logger: Logger): void {
   server.addService(serviceDefinition(REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE), {
     GetTenantKeys: (call: grpc.ServerUnaryCall<GetTenantKeysRequest, GetTenantKeysResponse>, callback: grpc.sendUnaryData<GetTenantKeysResponse>) => {
-      if (!hasInternalToken(call.metadata, internalToken)) {
+      if (!hasInternalToken(call.metadata, acceptedTokens)) {
         metrics.keyCall('unauthenticated');
         callback(grpcError('invalid_internal_token'));
         return;

@@ -10,10 +10,10 @@ import { UsageStore, type UsageFlush } from '../store/usage-store';
  * applied flush answers duplicate); a database failure answers unavailable and
  * the caller keeps the flush and sends it again.
  */
-export function addUsageService(server: grpc.Server, store: UsageStore, internalToken: string, metrics: RegistryMetrics, logger: Logger): void {
+export function addUsageService(server: grpc.Server, store: UsageStore, acceptedTokens: string | readonly string[], metrics: RegistryMetrics, logger: Logger): void {
   server.addService(serviceDefinition(REGISTRY_USAGE_PROTO, REGISTRY_USAGE_SERVICE), {
     Flush: (call: grpc.ServerUnaryCall<UsageFlushRequest, UsageFlushResponse>, callback: grpc.sendUnaryData<UsageFlushResponse>) => {
-      if (!hasInternalToken(call.metadata, internalToken)) {
+      if (!hasInternalToken(call.metadata, acceptedTokens)) {
         metrics.usageFlush('unauthenticated');
         callback(grpcError('invalid_internal_token'));
         return;
