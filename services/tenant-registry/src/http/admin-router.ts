@@ -22,6 +22,8 @@ import type { TokenExplainer } from '../verifier/token-explainer';
 import type { AdminUsage } from './admin-usage';
 import type { LimitsAdmin } from '../tenants/limits-admin';
 import { limitsRoutes } from './admin-limits';
+import { callbacksRoutes } from './admin-callbacks';
+import type { CallbacksAdmin } from '../tenants/callbacks-admin';
 
 /** Reads the body into `req.body` (a Buffer); past the limit `payload_too_large`, a client gone mid-body `invalid_body`. */
 function rawBodyUpTo(limit: number) {
@@ -48,6 +50,8 @@ export interface AdminRouterDeps {
   usage?: AdminUsage | undefined;
   /** Plans and per-tenant limits (#30); absent, those routes answer 404. */
   limits?: LimitsAdmin | undefined;
+  /** Subscribe/publish callbacks (#32); absent, those routes answer 404. */
+  callbacks?: CallbacksAdmin | undefined;
   adminTokens: AdminTokens;
   audit: AuditLog;
   metrics: RegistryMetrics;
@@ -263,6 +267,18 @@ export function adminRouter(deps: AdminRouterDeps): Router {
       notPropagated: (req, res, extra, p) => notPropagated(answer, req, res, { ...extra, pending_consumers: pendingView(p) }),
       named,
       body: rawBodyUpTo(MAX_META_BODY_BYTES),
+      methodNotAllowed,
+    });
+  }
+
+  if (deps.callbacks) {
+    callbacksRoutes(router, {
+      callbacks: deps.callbacks,
+      answer,
+      notPropagated: (req, res, extra, p) => notPropagated(answer, req, res, { ...extra, pending_consumers: pendingView(p) }),
+      named,
+      body: rawBodyUpTo(MAX_META_BODY_BYTES),
+      emptyBody: (req, res, next) => rawBody(req, res, (err?: unknown) => (err ? next(err) : requireEmptyBody(req, res, next))),
       methodNotAllowed,
     });
   }
