@@ -18,11 +18,11 @@ export const SIGNING_SECRET_PREFIX = 'whsec_';
 /** How far a request's timestamp may be from the receiver's clock (either way) before it is refused: 5 minutes. */
 export const SIGNATURE_TOLERANCE_S = 300;
 
-export interface SignatureHeaders {
+export type SignatureHeaders = {
   'webhook-id': string;
   'webhook-timestamp': string;
   'webhook-signature': string;
-}
+};
 
 /** A new signing secret: `whsec_` + base64 of 32 random bytes. */
 export function newSigningSecret(): string {
