@@ -1,5 +1,6 @@
 import type { Request, Response, Router } from 'express';
-import { errorBody, isCanonicalUuid, RelayError, type ErrorCode } from '@service-relay/core';
+import { errorBody, RelayError, type ErrorCode } from '@service-relay/core';
+import { jsonBody, tenantIdParam } from './admin-params';
 import { callbacksView, type CallbacksAdmin, type CallbacksOperation, type CallbacksOutcome } from '../tenants/callbacks-admin';
 import type { PropagationResult } from '../tenants/propagation';
 
@@ -53,20 +54,4 @@ export function callbacksRoutes(router: Router, deps: CallbacksRoutesDeps): void
       .all(deps.methodNotAllowed('POST'));
   secretRoute('rotate', 'rotate_secret');
   secretRoute('expire_previous', 'expire_previous');
-}
-
-function tenantIdParam(req: Request): string {
-  const id = req.params.id;
-  if (typeof id !== 'string' || !isCanonicalUuid(id)) throw new RelayError('invalid_tenant_id');
-  return id;
-}
-
-function jsonBody(req: Request): unknown {
-  const body: unknown = req.body;
-  if (!Buffer.isBuffer(body) || body.length === 0) throw new RelayError('invalid_body');
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch {
-    throw new RelayError('invalid_body');
-  }
 }
