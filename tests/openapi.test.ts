@@ -243,6 +243,30 @@ describe('docs/openapi.yaml against the running services', () => {
     await contract.callExpecting(stack.gatewayUrl, 'GET', `/api/host/tenants/${tenant.tenant_id}/messages`, 'MethodNotAllowed', { headers: host });
   });
 
+  it('callbacks (#32): admin and host server API, set, show, rotate, expire, remove, and their refusals', async () => {
+    const host = { authorization: basic(tenant.host_sync_client_id, tenant.host_sync_client_secret) };
+    const t = { tenant_id: tenant.tenant_id };
+    const adminPath = '/admin/tenants/{tenant_id}/callbacks';
+    const hostPath = '/api/host/tenants/{tenant_id}/callbacks';
+    // Nothing to rotate yet: not_found with a problem.
+    expect((await call('POST', `${adminPath}/secret/rotate`, { params: t, headers: admin() })).status).toBe(404);
+    expect((await call('POST', `${hostPath}/secret/expire_previous`, { params: t, headers: host })).status).toBe(404);
+    const set = await call('PUT', adminPath, { params: t, headers: { ...admin(), ...json }, body: '{"url":"https://host.example/relay","subscribe":["room:*"]}' });
+    expect(set.body).toMatchObject({ version: 1, callbacks: { timeout_ms: 1000, publish: [] }, signing_secret: expect.stringMatching(/^whsec_/) });
+    expect(errors(await call('PUT', adminPath, { params: t, headers: { ...admin(), ...json }, body: '{"url":"http://host.example/relay","subscribe":["room:*"]}' }))).toEqual(['invalid_callbacks']);
+    expect(errors(await call('PUT', hostPath, { params: t, headers: { ...host, ...json }, body: '{"url":"https://host.example/relay"}' }))).toEqual(['invalid_callbacks']);
+    expect((await call('GET', adminPath, { params: t, headers: admin() })).body).not.toHaveProperty('signing_secret');
+    expect((await call('PUT', hostPath, { params: t, headers: { ...host, ...json }, body: '{"url":"https://host.example/relay","publish":["room:*"],"timeout_ms":500}' })).body).toMatchObject({ version: 2, callbacks: { publish: ['room:*'], subscribe: [] } });
+    expect((await call('GET', hostPath, { params: t, headers: host })).status).toBe(200);
+    expect((await call('POST', `${adminPath}/secret/rotate`, { params: t, headers: admin() })).body).toMatchObject({ has_previous_secret: true, signing_secret: expect.any(String) });
+    expect((await call('POST', `${hostPath}/secret/rotate`, { params: t, headers: host })).body).toMatchObject({ has_previous_secret: true });
+    expect((await call('POST', `${adminPath}/secret/expire_previous`, { params: t, headers: admin() })).body).toMatchObject({ has_previous_secret: false });
+    expect((await call('POST', `${hostPath}/secret/expire_previous`, { params: t, headers: host })).status).toBe(200);
+    expect((await call('DELETE', hostPath, { params: t, headers: host })).body).toMatchObject({ callbacks: null });
+    expect((await call('DELETE', adminPath, { params: t, headers: admin() })).body).toMatchObject({ callbacks: null, version: 7 });
+    expect(errors(await call('GET', adminPath, { params: { tenant_id: NIL_TENANT }, headers: admin() }))).toEqual(['tenant_not_found']);
+  });
+
   it('tenant REST API: me, publish, history, and every refusal a client can cause', async () => {
     const userId = randomUUID();
     token = await signWithJose(secret, tenant.tenant_id, userId);

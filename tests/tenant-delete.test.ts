@@ -135,7 +135,7 @@ describe('deleting a tenant across the whole stack', () => {
     expect(deleted.stderr).toContain(`deleting tenant ${A}`);
     expect(deleted.stderr).toContain('in force on every instance');
     const view = JSON.parse(deleted.stdout) as Record<string, unknown>;
-    expect(view).toEqual({ tenant_id: A, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: { tenant_channel_rules: 1, user_revocations: 1, tenant_limits: 1, tenant_usage: expect.any(Number), tenant_usage_peaks: expect.any(Number), tenant_usage_refusals: expect.any(Number) } });
+    expect(view).toEqual({ tenant_id: A, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: { tenant_channel_rules: 1, user_revocations: 1, tenant_limits: 1, tenant_callbacks: 0, tenant_usage: expect.any(Number), tenant_usage_peaks: expect.any(Number), tenant_usage_refusals: expect.any(Number) } });
 
     // At the 200 A's rows are gone from PostgreSQL (one transaction with the tombstone), its connections closed
     // and its tokens refused on both instances, and each instance has begun purging; wait for both to report it done.
@@ -189,7 +189,7 @@ describe('deleting a tenant across the whole stack', () => {
     const again = await adminCall('DELETE', `/tenants/${A}`);
     expect(again.status, await again.clone().text()).toBe(200);
     const view = (await again.json()) as Record<string, unknown>;
-    expect(view).toEqual({ tenant_id: A, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: { tenant_channel_rules: 0, user_revocations: 0, tenant_limits: 0, tenant_usage: 0, tenant_usage_peaks: 0, tenant_usage_refusals: 0 } });
+    expect(view).toEqual({ tenant_id: A, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: { tenant_channel_rules: 0, user_revocations: 0, tenant_limits: 0, tenant_callbacks: 0, tenant_usage: 0, tenant_usage_peaks: 0, tenant_usage_refusals: 0 } });
     const [row] = (await db.query('SELECT deleted_at FROM tenants WHERE tenant_id = $1', [A])).rows as Array<{ deleted_at: Date }>;
     expect(view.deleted_at).toBe(row!.deleted_at.toISOString());
 

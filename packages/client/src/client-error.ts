@@ -8,6 +8,7 @@ export const SERVER_ERROR_CODES = [
   'invalid_topic',
   'forbidden_topic',
   'forbidden_channel',
+  'callback_unavailable',
   'payload_too_large',
   'too_many_subscriptions',
   'too_many_connections',

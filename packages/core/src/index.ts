@@ -16,3 +16,4 @@ export * from './tracing';
 export * from './streams';
 export * from './tick-shape';
 export * from './usage/index';
+export * from './webhook-signature';

@@ -76,3 +76,18 @@ export interface TenantLimitsResponse {
   /** The tenant feed sequence the answer reflects. */
   as_of_seq: number;
 }
+
+export interface TenantCallbacksRequest {
+  tenant_id: string;
+}
+
+export interface TenantCallbacksResponse {
+  found: boolean;
+  /** The callback settings (JSON); empty when the tenant has none. */
+  settings_json: string;
+  /** Signing secrets, current first. */
+  secrets: string[];
+  version: number;
+  /** The tenant feed sequence the answer reflects. */
+  as_of_seq: number;
+}

@@ -4,3 +4,4 @@ export { HOST_CLIENT_ERROR_CODES, HostClientError, isHostClientError, type HostC
 export { fetchSigningSecret, parseRetryAfter, RELAY_ISSUER, type FetchedSecret } from './secret-fetch.js';
 export { CHANNEL_ACTIONS, DEFAULT_MAX_TOKEN_LIFETIME_S, DEFAULT_TOKEN_TTL_S, type ChannelAction, type TokenRule } from './token-rules.js';
 export type { ChannelCap, JsonValue, UserTokenOptions } from './user-token.js';
+export { callbackAnswer, DEFAULT_TOLERANCE_S, RelaySignatureError, verifyCallback, verifyRelaySignature, type CallbackRequest, type RelayHeaders, type SignatureFailure, type VerifyOptions } from './webhook-verify.js';

@@ -9,3 +9,4 @@ export * from './create-tenant-feed';
 export * from './manual-tenant-feed';
 export * from './tenant-positions';
 export * from './tenant-limits';
+export * from './feed-following-cache';

@@ -15,6 +15,10 @@ export const TENANT_EVENT_KINDS = [
   'deleted',
   // Issue #30: a tenant's limits changed (directly or through its plan).
   'limits',
+  // Issue #32: a tenant's subscribe/publish callbacks changed (set, removed,
+  // secret rotated). The detail carries only `callbacks_version`: the signing
+  // secret never travels in the feed; realtime asks the registry again.
+  'callbacks',
 ] as const;
 export type TenantEventKind = (typeof TENANT_EVENT_KINDS)[number];
 
@@ -38,7 +42,8 @@ export interface TenantEvent {
    * that user with `iat` absent or earlier than `before`, unix seconds, stop
    * verifying), `user_disconnected` → `{ user_id }`, `limits` → `{ limits, limits_version, plan }`
    * (the tenant's plan and override layers merged, partial: realtime fills the
-   * rest from its environment; `limits_version` per tenant, only growing). Absent otherwise.
+   * rest from its environment; `limits_version` per tenant, only growing),
+   * `callbacks` → `{ callbacks_version }` (per tenant, only growing). Absent otherwise.
    */
   detail?: Readonly<Record<string, unknown>>;
 }

@@ -44,6 +44,7 @@ describe('loadConfig', () => {
       tracing: { endpoint: undefined, sampler: 'parentbased_always_on', ratio: 1 },
       logLevel: 'info',
       usage: { enabled: true, flushIntervalMs: 30_000, metricsTenants: [] },
+      callbacks: { allowHttp: false, maxTtlS: 60, maxEntries: 100_000, connectionsPerHost: 64 },
     });
   });
 
@@ -57,6 +58,7 @@ describe('loadConfig', () => {
     [{ MAX_MESSAGE_BYTES: '65537' }, 'MAX_MESSAGE_BYTES'],
     [{ MAX_SUBSCRIPTIONS: '0' }, 'MAX_SUBSCRIPTIONS'],
     [{ MAX_FRAME_BYTES: '1024' }, 'MAX_FRAME_BYTES'],
+    [{ CALLBACK_CACHE_MAX_TTL_S: '86401' }, 'CALLBACK_CACHE_MAX_TTL_S'],
     [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
     [{ IDEMPOTENCY_WINDOW_S: '0' }, 'IDEMPOTENCY_WINDOW_S'],
     [{ PUBLISH_RATE_PER_S: '0' }, 'PUBLISH_RATE_PER_S'],

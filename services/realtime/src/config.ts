@@ -45,6 +45,19 @@ export interface RealtimeConfig {
   logLevel: string;
   /** Usage metering (#30, docs/OPERATIONS.md "Usage metering"). */
   usage: UsageConfig;
+  /** Subscribe/publish callbacks (#32 item 4; docs/OPERATIONS.md "Callbacks"). */
+  callbacks: CallbacksConfig;
+}
+
+export interface CallbacksConfig {
+  /** CALLBACK_ALLOW_HTTP: plain http callback URLs beyond loopback. */
+  allowHttp: boolean;
+  /** CALLBACK_CACHE_MAX_TTL_S: the longest a host's answer is reused, whatever ttl_s it asks for (0: never). */
+  maxTtlS: number;
+  /** CALLBACK_CACHE_MAX_ENTRIES: answers kept (least recently used go first). */
+  maxEntries: number;
+  /** CALLBACK_CONNECTIONS_PER_HOST: keep-alive sockets per host origin. */
+  connectionsPerHost: number;
 }
 
 /** Reads every variable realtime uses (ARCHITECTURE.md "Configuration decisions"); a bad one throws ConfigError. */
@@ -82,6 +95,12 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
     tracing: Object.freeze(readTracingConfig(r)),
     logLevel: r.logLevel(),
     usage: readUsageConfig(r),
+    callbacks: Object.freeze({
+      allowHttp: r.bool('CALLBACK_ALLOW_HTTP', false),
+      maxTtlS: r.int('CALLBACK_CACHE_MAX_TTL_S', 60, 0, 86_400),
+      maxEntries: r.int('CALLBACK_CACHE_MAX_ENTRIES', 100_000, 1, 10_000_000),
+      connectionsPerHost: r.int('CALLBACK_CONNECTIONS_PER_HOST', 64, 1, 10_000),
+    }),
   });
 }
 

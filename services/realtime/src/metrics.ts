@@ -30,6 +30,10 @@ export interface RealtimeMetrics {
   redisErrors: Counter<'connection'>;
   /** Purges of deleted tenants' data (#30) by outcome: done, retrying, failed (left for the next DELETE). */
   tenantPurges: Counter<'outcome'>;
+  /** Subscribe/publish callbacks (#32): decisions by action and outcome (allow, deny, unavailable, cached_allow, cached_deny). */
+  callbacks: Counter<'action' | 'outcome'>;
+  /** How long the host took to answer a callback (timeouts and failures included, at their elapsed time). */
+  callbackLatency: Histogram;
   recovery(source: 'ws' | 'rest', r: { recovered: true } | { recovered: false; reason: string }): void;
   closed(code: number): void;
   fannedOut(subscribers: number, publishedAtMs: number): void;
@@ -77,6 +81,18 @@ export function createRealtimeMetrics(): RealtimeMetrics {
       registers,
     }),
     tenantPurges: new Counter({ name: 'relay_realtime_tenant_purges_total', help: 'Purges of a deleted tenant\'s data on this instance, by outcome (done, retrying, failed)', labelNames: ['outcome'], registers }),
+    callbacks: new Counter({
+      name: 'relay_realtime_callbacks_total',
+      help: 'Subscribe/publish callback decisions by action and outcome (allow, deny, unavailable: no answer in time or an unreadable one, cached_allow, cached_deny)',
+      labelNames: ['action', 'outcome'],
+      registers,
+    }),
+    callbackLatency: new Histogram({
+      name: 'relay_realtime_callback_seconds',
+      help: 'Time from sending a callback request to its answer (or its failure)',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
     recovery: (source, r) => recoveries.inc({ source, result: r.recovered ? 'recovered' : r.reason }),
     closed: (code) => closes.inc({ code: KNOWN_CLOSE_CODES.has(code) ? String(code) : 'other' }),
     fannedOut(subscribers, publishedAtMs) {

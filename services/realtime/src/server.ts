@@ -10,6 +10,10 @@ import { defaultLimits, type RealtimeConfig } from './config';
 import { ChannelRulesCache } from './authz/channel-rules-cache';
 import type { ChannelRulesSource } from './authz/channel-rules-source';
 import { RegistryRulesClient } from './grpc/registry-rules-client';
+import { RegistryCallbacksClient } from './grpc/registry-callbacks-client';
+import { createCallbackTransport } from './callbacks/callback-client';
+import { CallbackDecider } from './callbacks/callback-decider';
+import { CallbackSettingsCache, type CallbacksSource } from './callbacks/callback-settings-cache';
 import { RegistryUsageClient } from '@service-relay/grpc';
 import { createRestHandler } from './http/rest-api';
 import { createServerApiHandler, SERVER_API_PREFIX, type PresenceLister } from './http/server-api';
@@ -76,6 +80,12 @@ export interface RealtimeDeps {
    * (a test without a registry), none: every tenant has the environment's limits.
    */
   limitsSource?: LimitsSource;
+  /**
+   * Where a tenant's callbacks are asked for on first use (#32); default: the
+   * registry's TenantFeed.TenantCallbacks, or, when `channelRules` is injected
+   * (a test without a registry), none: no tenant has callbacks.
+   */
+  callbacksSource?: CallbacksSource;
 }
 
 export interface RealtimeServer {
@@ -153,6 +163,15 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const limitsSource = deps.limitsSource ?? (deps.channelRules ? undefined : new RegistryLimitsClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: RULES_DEADLINE_MS }));
   const limitsCache = limitsSource && new TenantLimitsCache(defaultLimits(config), { source: limitsSource, feed, logger });
   const limits: TenantLimitsView = limitsCache ?? fixedLimits(defaultLimits(config));
+  // Subscribe/publish callbacks (#32): asked of the host only for tenants that set them.
+  const ownsCallbacksSource = !deps.callbacksSource && !deps.channelRules;
+  const callbacksSource = deps.callbacksSource ?? (deps.channelRules ? undefined : new RegistryCallbacksClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: RULES_DEADLINE_MS }));
+  const callbackSettings = callbacksSource && new CallbackSettingsCache({ source: callbacksSource, feed, logger });
+  const callbackTransport = callbackSettings && createCallbackTransport({ connectionsPerOrigin: config.callbacks.connectionsPerHost });
+  const callbacks =
+    callbackSettings && callbackTransport
+      ? new CallbackDecider({ settings: callbackSettings, transport: callbackTransport, metrics, logger, allowHttp: config.callbacks.allowHttp, maxTtlS: config.callbacks.maxTtlS, maxEntries: config.callbacks.maxEntries, ...(clock && { clock }) })
+      : undefined;
   const tenantPublishes = createTenantPublishRate(config.redis, { clock: scheduler, logger, syncMs: config.tenantRateSyncMs, onSync: (ok) => metrics.tenantRateSyncs.inc({ result: ok ? 'ok' : 'error' }) });
   const refusals = new TenantRefusals();
   // Usage metering counts every refusal by a limit, wherever it happened.
@@ -180,6 +199,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     limits,
     tenantPublishes,
     refusals,
+    ...(callbacks && { callbacks }),
   };
 
   // ws closes a frame over maxPayload with 1009 itself; no compression keeps fan-out a plain write.
@@ -197,7 +217,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   };
 
   // The REST side continues the gateway's traceparent (ops and /ws plain requests are not traced).
-  const rest = traceRequests(tracing, createRestHandler({ acceptedInternalTokens: config.acceptedInternalTokens, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup, presence, limits, tenantPublishes, refusals, usage: usage?.meter }));
+  const rest = traceRequests(tracing, createRestHandler({ acceptedInternalTokens: config.acceptedInternalTokens, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup, presence, limits, tenantPublishes, refusals, usage: usage?.meter, ...(callbacks && { callbacks }) }));
   // The host server API's realtime side (#13), called by the registry only.
   const serverApi = createServerApiHandler({ acceptedInternalTokens: config.acceptedInternalTokens, messages, metrics, logger, acceptingPublishes, presence: deps.presence ?? presence.list, limits, tenantPublishes, refusals, usage: usage?.meter });
   const readiness = {
@@ -252,6 +272,13 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
         unsubscribers.push(feed.subscribe((e) => limitsCache.onEvent(e)));
         unsubscribers.push(feed.onReset(() => limitsCache.onReset()));
       }
+      // Callbacks (#32): a change drops the tenant's settings (asked again) and every change forgets its cached answers, before it counts as applied.
+      if (callbackSettings && callbacks) {
+        unsubscribers.push(feed.subscribe((e) => callbackSettings.onEvent(e)));
+        unsubscribers.push(feed.subscribe((e) => callbacks.onEvent(e)));
+        unsubscribers.push(feed.onReset(() => callbackSettings.onReset()));
+        unsubscribers.push(feed.onReset(() => callbacks.onReset()));
+      }
       // Revocations must reach this instance from its first connection on; a
       // feed or bus that is not there yet is reported by /readyz, and until the
       // feed is current no publish is acknowledged.
@@ -278,6 +305,8 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       await withTimeout(purge.settled(), 2000).catch(() => logger.warn('a deleted tenant purge was still running at stop'));
       await Promise.all([tenantConnections.close(), presence.close(), tenantPublishes.close()]);
       if (ownsLimitsSource) limitsSource?.close();
+      if (ownsCallbacksSource) callbacksSource?.close();
+      await callbackTransport?.close();
       // The final flush: every connection is closed (its time counted), the registry still answers (it stops after realtime).
       await usage?.stop();
       if (ownsVerifier) verifier.close();

@@ -25,6 +25,8 @@ export interface RegistryConfig {
   grpcHost: string;
   /** Failed host-sync fetches per minute per client address and tenant id (HOST_FETCH_RATE_LIMIT). */
   hostFetchRateLimit: number;
+  /** CALLBACK_ALLOW_HTTP: callback URLs may be plain http to any host, not only loopback (#32). */
+  callbackAllowHttp: boolean;
   /** Failed host-sync calls per minute per client address across tenants; over it, 429 before the database (HOST_FETCH_ADDRESS_RATE_LIMIT). */
   hostFetchAddressRateLimit: number;
   dataDir: string;
@@ -90,6 +92,7 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     httpHost: r.bindHost('REGISTRY_HTTP_HOST'),
     grpcHost: r.bindHost('REGISTRY_GRPC_HOST'),
     hostFetchRateLimit: r.int('HOST_FETCH_RATE_LIMIT', 60, 1, 1_000_000),
+    callbackAllowHttp: r.bool('CALLBACK_ALLOW_HTTP', false),
     hostFetchAddressRateLimit: r.int('HOST_FETCH_ADDRESS_RATE_LIMIT', 300, 1, 1_000_000),
     dataDir,
     database: Object.freeze(database),

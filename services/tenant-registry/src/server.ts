@@ -28,6 +28,7 @@ import { HostSyncCheck } from './tenants/host-sync-check';
 import { Propagation } from './tenants/propagation';
 import { TenantAdmin } from './tenants/tenant-admin';
 import { LimitsAdmin } from './tenants/limits-admin';
+import { CallbacksAdmin } from './tenants/callbacks-admin';
 import { UserActions } from './tenants/user-actions';
 import { RealtimeClient } from './realtime/realtime-client';
 import { createTokenExplainer, type TokenExplainer } from './verifier/token-explainer';
@@ -184,6 +185,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
           hostApi: { users, realtime, ...(deps.clock && { clock: deps.clock }) },
           admin,
           limits: new LimitsAdmin(store.limits, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds)),
+          callbacks: new CallbacksAdmin(store.callbacks, propagation, logger, config.callbackAllowHttp, (confirmed, seconds) => metrics.propagation(confirmed, seconds)),
           hostSync: new HostSyncCheck(store, crypto.hostSync),
           adminTokens,
           audit,
@@ -201,7 +203,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         addKeyService(rpc, store, config.acceptedInternalTokens, metrics, logger);
         addUsageService(rpc, usage, config.acceptedInternalTokens, metrics, logger);
         const p = propagation;
-        addFeedService(rpc, new FeedAnswers(store.feed, mirror, () => p.progressed(), logger), store.channelRules, config.acceptedInternalTokens, metrics, logger, store.limits);
+        addFeedService(rpc, new FeedAnswers(store.feed, mirror, () => p.progressed(), logger), store.channelRules, config.acceptedInternalTokens, metrics, logger, store.limits, store.callbacks);
         health = new HealthService([REGISTRY_KEYS_SERVICE, REGISTRY_FEED_SERVICE]);
         health.addTo(rpc);
         grpcPort = await bindServer(rpc, grpcAddress(config.grpcHost, config.grpcPort));

@@ -3,6 +3,7 @@ import { codeOf, isCanonicalUuid, isUuid, type ErrorCode, type Logger } from '@s
 import { capabilityFromJson, decodeChannel, presenceEnabled, type ChannelCapability } from '@service-relay/channels';
 import { DATA_LIMIT_HEADERS, internalCaller, LIMIT_HEADER, INVALID_TOKEN_HEADERS, MAX_PUBLISH_BODY_BYTES, readBodyOrRefuse, sendError, sendJson } from '@service-relay/edge';
 import { channelAccess } from '../authz/channel-access';
+import type { CallbackDecider } from '../callbacks/callback-decider';
 import { DEFAULT_RULES_LOOKUP, type ChannelRulesLookup } from '../authz/channel-rules-cache';
 import { isMessageId } from '../messaging/message-id';
 import { messageJson, type ChannelRef } from '../messaging/message';
@@ -40,6 +41,8 @@ export interface RestOptions {
   limits?: TenantLimitsView;
   tenantPublishes?: TenantPublishRate;
   refusals?: TenantRefusals;
+  /** Subscribe/publish callbacks (#32); absent: the host is never asked. */
+  callbacks?: CallbackDecider;
 }
 
 const ALWAYS = () => true;
@@ -99,6 +102,12 @@ async function handle(opts: RestOptions, fromGateway: (req: IncomingMessage) => 
     const lookup = (opts.channelRules ?? DEFAULT_RULES_LOOKUP)(caller.tenantId);
     const rules = lookup instanceof Promise ? await lookup : lookup;
     if (channelAccess(rules, caller.cap, caller.userId, channel, action) === 'deny') return fail(res, 'forbidden_channel');
+    // The host is asked only once the rules and the cap allowed (#32): it narrows, never widens.
+    if (action === 'publish' && opts.callbacks) {
+      const deciding = opts.callbacks.decide({ tenantId: caller.tenantId, userId: caller.userId, expiresAt: caller.expiresAt, cap: caller.cap }, channel, 'publish', 'rest');
+      const verdict = deciding instanceof Promise ? await deciding : deciding;
+      if (!verdict.allow) return fail(res, verdict.code);
+    }
   }
   if (req.method === 'POST') return publish(opts, req, res, ref, caller);
   if (req.method === 'GET' || req.method === 'HEAD') return history(opts, res, ref, new URLSearchParams(q < 0 ? '' : url.slice(q + 1)));

@@ -1,6 +1,5 @@
-import { LRUCache } from 'lru-cache';
 import type { Logger } from '@service-relay/core';
-import { mergeLimits, parseLimits, type PartialLimits, type TenantEvent, type TenantFeedView, type TenantLimits } from '@service-relay/tenant-events';
+import { FeedFollowingCache, mergeLimits, parseLimits, type PartialLimits, type TenantEvent, type TenantFeedView, type TenantLimits } from '@service-relay/tenant-events';
 
 /** A tenant's plan and override layers as the registry answered them (TenantFeed.TenantLimits). */
 export interface FetchedLimits {
@@ -33,98 +32,66 @@ export function fixedLimits(defaults: TenantLimits): TenantLimitsView {
   return { defaults, get: () => defaults, load: () => defaults };
 }
 
-interface Entry {
-  limits: TenantLimits;
-  version: number;
-}
-
-const MAX_ATTEMPTS = 3;
-
 /**
  * Per-tenant limits in realtime (#30; docs/OPERATIONS.md "Plans and
  * per-tenant limits"): the environment defaults <- the tenant's plan <- its
- * overrides. Filled on a tenant's first use by asking the registry, then kept
- * current by the tenant feed: a `limits` change replaces the tenant's entry
- * when its version is newer, before the feed reports the change applied (so
- * the admin call's 200 means every instance enforces it). Unlike channel
- * rules, limits fail open: a registry that cannot answer leaves the tenant on
- * the defaults (asked again on its next use), never refused for it.
+ * overrides, a FeedFollowingCache of `limits` changes (which carry the
+ * layers), so the admin call's 200 means every instance enforces them.
+ * Unlike channel rules, limits fail open: a registry that cannot answer
+ * leaves the tenant on the defaults (asked again on its next use), never
+ * refused for it; and a held entry is used while the feed is not current.
  */
 export class TenantLimitsCache implements TenantLimitsView {
-  private readonly entries: LRUCache<string, Entry>;
-  private readonly inflight = new Map<string, Promise<TenantLimits>>();
-  private appliedSeq = -1;
-  private lastError = '';
+  private readonly cache: FeedFollowingCache<TenantLimits>;
 
   constructor(
     readonly defaults: TenantLimits,
-    private readonly opts: { source: LimitsSource; feed: TenantFeedView; logger: Logger; max?: number },
+    opts: { source: LimitsSource; feed: TenantFeedView; logger: Logger; max?: number },
   ) {
-    this.entries = new LRUCache<string, Entry>({ max: opts.max ?? 10_000 });
+    this.cache = new FeedFollowingCache<TenantLimits>({
+      what: 'tenant limits',
+      consequence: 'the defaults apply until they are',
+      kind: 'limits',
+      fromChange: (event) => {
+        const detail = event.detail ?? {};
+        const doc = parseLimits(detail.limits);
+        const version = detail.limits_version;
+        if (typeof doc === 'string' || typeof version !== 'number' || !Number.isSafeInteger(version)) {
+          throw new Error(`limits change ${event.seq} is unreadable${typeof doc === 'string' ? `: ${doc}` : ''}`);
+        }
+        return { value: mergeLimits(defaults, doc), version };
+      },
+      fetch: async (tenantId) => {
+        const answer = await opts.source.fetch(tenantId);
+        return answer && { value: mergeLimits(defaults, answer.limits), version: answer.version, asOfSeq: answer.asOfSeq };
+      },
+      unavailable: () => defaults,
+      onlyWhileCurrent: false,
+      feed: opts.feed,
+      logger: opts.logger,
+      ...(opts.max !== undefined && { max: opts.max }),
+    });
   }
 
   get(tenantId: string): TenantLimits {
-    const hit = this.entries.get(tenantId);
-    if (hit) return hit.limits;
-    void this.load(tenantId);
-    return this.defaults;
+    const hit = this.cache.lookup(tenantId);
+    return hit instanceof Promise ? this.defaults : hit;
   }
 
   load(tenantId: string): TenantLimits | Promise<TenantLimits> {
-    const hit = this.entries.get(tenantId);
-    if (hit) return hit.limits;
-    let pending = this.inflight.get(tenantId);
-    if (!pending) {
-      pending = this.ask(tenantId).finally(() => this.inflight.delete(tenantId));
-      this.inflight.set(tenantId, pending);
-    }
-    return pending;
+    return this.cache.lookup(tenantId);
   }
 
   /** A tenant feed change (a feed handler: applied before the change counts as applied). */
   onEvent(event: TenantEvent): void {
-    if (event.kind !== 'limits') return;
-    const detail = event.detail ?? {};
-    const doc = parseLimits(detail.limits);
-    const version = detail.limits_version;
-    if (typeof doc === 'string' || typeof version !== 'number' || !Number.isSafeInteger(version)) {
-      throw new Error(`limits change ${event.seq} is unreadable${typeof doc === 'string' ? `: ${doc}` : ''}`);
-    }
-    this.appliedSeq = Math.max(this.appliedSeq, event.seq);
-    this.keep(event.tenant_id, { limits: mergeLimits(this.defaults, doc), version });
+    this.cache.onEvent(event);
   }
 
   onReset(): void {
-    this.entries.clear();
+    this.cache.onReset();
   }
 
   get size(): number {
-    return this.entries.size;
-  }
-
-  private keep(tenantId: string, next: Entry): Entry {
-    const held = this.entries.peek(tenantId);
-    if (held && held.version >= next.version) return held;
-    this.entries.set(tenantId, next);
-    return next;
-  }
-
-  private async ask(tenantId: string): Promise<TenantLimits> {
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      let answer: FetchedLimits | undefined;
-      try {
-        answer = await this.opts.source.fetch(tenantId);
-      } catch (err) {
-        const message = (err as Error).message;
-        if (message !== this.lastError) this.opts.logger.warn({ err: message, tenant_id: tenantId }, 'tenant limits not available; the defaults apply until they are');
-        this.lastError = message;
-        return this.defaults;
-      }
-      this.lastError = '';
-      if (!answer) return this.defaults;
-      if (answer.asOfSeq < Math.max(this.opts.feed.baseSeq(), this.appliedSeq)) continue;
-      return this.keep(tenantId, { limits: mergeLimits(this.defaults, answer.limits), version: answer.version }).limits;
-    }
-    return this.defaults;
+    return this.cache.size;
   }
 }

@@ -67,9 +67,18 @@ export class ChannelFrames {
       if (conn.closed) return;
       if (!this.may(rules, topic.ref.channel, frame.type)) return conn.error('forbidden_channel', frame.ref);
     }
+    // The host is asked only once the rules and the cap allowed: a callback narrows, never widens (#32).
+    let member = frame.type === 'subscribe' ? frame.member : undefined;
+    if (ctx.callbacks && (frame.type === 'subscribe' || frame.type === 'publish')) {
+      const deciding = ctx.callbacks.decide(conn.identity, topic.ref.channel, frame.type, 'ws');
+      const verdict = deciding instanceof Promise ? await deciding : deciding;
+      if (conn.closed) return;
+      if (!verdict.allow) return conn.error(verdict.code, frame.ref);
+      if (verdict.member !== undefined) member = verdict.member;
+    }
     if (frame.type === 'presence') return listPresence(conn, ctx.presence, name, topic.ref, rules, frame.ref);
     if (frame.type === 'subscribe') {
-      const join = presenceJoinOf(ctx.presence, conn.identity, rules, topic.ref.channel, frame.member);
+      const join = presenceJoinOf(ctx.presence, conn.identity, rules, topic.ref.channel, member);
       return this.subscribe(name, topic.ref, frame.after, frame.epoch, frame.ref, join, limits);
     }
     if (frame.type === 'unsubscribe') {

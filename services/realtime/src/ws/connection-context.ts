@@ -1,5 +1,6 @@
 import type { ErrorCode, Logger } from '@service-relay/core';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
+import type { CallbackDecider } from '../callbacks/callback-decider';
 import type { ChannelRulesLookup } from '../authz/channel-rules-cache';
 import type { MessageBus } from '../messaging/message-bus';
 import type { RealtimeMetrics } from '../metrics';
@@ -61,6 +62,8 @@ export interface ConnectionContext {
   live?: Set<LiveConnection>;
   /** Usage metering (#30); absent: nothing is counted. */
   usage?: UsageMeter;
+  /** Subscribe/publish callbacks (#32); absent: the host is never asked. */
+  callbacks?: CallbackDecider;
 }
 
 export const ALWAYS = (): boolean => true;

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { CliConfig } from './config';
 import { deletedMessage, deleteTenantRequest, UsageError } from './delete-tenant';
+import { callbacksRequest } from './callbacks-commands';
 import { limitsPath, planRequest, setLimitsRequest, setPlanRequest } from './limits-commands';
 import { formatUsage, type UsageFormat } from './usage-format';
 
@@ -77,6 +78,11 @@ export const COMMANDS: Record<string, Command> = {
     args: 'get|set|reset ID [--file F]',
     help: "a tenant's channel rules: show them, set them from a JSON file (or stdin), reset to the default",
     request: rulesRequest,
+  },
+  callbacks: {
+    args: 'get|remove|rotate-secret|expire-previous ID | set ID --url U [--subscribe P]... [--publish P]... [--timeout-ms N]',
+    help: "a tenant's subscribe/publish callbacks: the host is asked before a subscribe or publish on channels matching P (the signing secret is printed once)",
+    request: callbacksRequest,
   },
   users: {
     args: 'revoke|disconnect ID USER_ID [--before S]',
@@ -319,10 +325,10 @@ export async function runAdminCli(argv: string[], config: CliConfig, io: CliOutp
     if (command.done) io.err(command.done(body));
     return 0;
   }
-  const unconfirmed = body as { errors?: unknown; tenant?: unknown; channel_rules?: unknown; user?: unknown; limits?: unknown; plan?: unknown; pending_consumers?: Array<{ consumer_id?: unknown }> } | undefined;
+  const unconfirmed = body as { errors?: unknown; tenant?: unknown; channel_rules?: unknown; user?: unknown; limits?: unknown; plan?: unknown; callbacks?: unknown; pending_consumers?: Array<{ consumer_id?: unknown }> } | undefined;
   if (res.status === 503 && Array.isArray(unconfirmed?.errors) && unconfirmed.errors[0] === 'change_not_propagated') {
     // Committed: the view (and any new host-sync secret, shown only here) must not be lost.
-    io.out(JSON.stringify(unconfirmed.tenant ?? unconfirmed.channel_rules ?? unconfirmed.user ?? unconfirmed.limits ?? unconfirmed.plan, null, 2));
+    io.out(JSON.stringify(unconfirmed.tenant ?? unconfirmed.channel_rules ?? unconfirmed.user ?? unconfirmed.limits ?? unconfirmed.plan ?? unconfirmed.callbacks, null, 2));
     const pending = (unconfirmed.pending_consumers ?? []).map((c) => String(c.consumer_id)).join(', ');
     io.err(
       `warning: the change is committed but not yet confirmed in force everywhere (503 change_not_propagated; waiting on: ${pending || 'unknown'}). ` +

@@ -6,6 +6,11 @@ export function jwtSecretAad(tenantId: string, keyVersion: number): string {
   return `service-relay:jwt-secret:${tenantId}:${keyVersion}`;
 }
 
+/** Associated data binding a sealed callback signing secret (#32) to its tenant and secret version. */
+export function callbackSecretAad(tenantId: string, secretVersion: number): string {
+  return `service-relay:callback-secret:${tenantId}:${secretVersion}`;
+}
+
 /** Everything the store does with SECRETS_KEY, in one place. */
 export class TenantCrypto {
   private readonly box: SecretBox;
@@ -22,5 +27,13 @@ export class TenantCrypto {
 
   openJwtSecret(tenantId: string, keyVersion: number, sealed: string): string {
     return this.box.open(sealed, jwtSecretAad(tenantId, keyVersion));
+  }
+
+  sealCallbackSecret(tenantId: string, secretVersion: number, secret: string): string {
+    return this.box.seal(secret, callbackSecretAad(tenantId, secretVersion));
+  }
+
+  openCallbackSecret(tenantId: string, secretVersion: number, sealed: string): string {
+    return this.box.open(sealed, callbackSecretAad(tenantId, secretVersion));
   }
 }

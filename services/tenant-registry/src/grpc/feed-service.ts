@@ -1,6 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
 import { isCanonicalUuid, type Logger } from '@service-relay/core';
-import { channelRulesJson } from '@service-relay/channels';
+import { callbackSettingsJson, channelRulesJson } from '@service-relay/channels';
 import {
   grpcError,
   hasInternalToken,
@@ -13,7 +13,10 @@ import {
   type ChannelRulesResponse,
   type TenantLimitsRequest,
   type TenantLimitsResponse,
+  type TenantCallbacksRequest,
+  type TenantCallbacksResponse,
 } from '@service-relay/grpc';
+import type { CallbacksStore } from '../store/callbacks-store';
 import type { LimitsStore } from '../store/limits-store';
 import type { RegistryMetrics } from '../metrics';
 import type { ChannelRulesStore } from '../store/channel-rules-store';
@@ -40,6 +43,8 @@ export function addFeedService(
   logger: Logger,
   /** TenantLimits (#30); absent, it answers unavailable (realtime then applies its defaults). */
   limits?: LimitsStore,
+  /** TenantCallbacks (#32); absent, it answers unavailable (realtime then refuses what would ask the host). */
+  callbacks?: CallbacksStore,
 ): void {
   server.addService(serviceDefinition(REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE), {
     ChangesSince: (call: grpc.ServerUnaryCall<ChangesSinceRequest, ChangesSinceResponse>, callback: grpc.sendUnaryData<ChangesSinceResponse>) => {
@@ -111,6 +116,28 @@ export function addFeedService(
         (s) => callback(null, s ? { found: true, limits_json: JSON.stringify(s.limits), limits_version: s.version, as_of_seq: s.asOfSeq } : { found: false, limits_json: '', limits_version: 0, as_of_seq: 0 }),
         (err: unknown) => {
           logger.warn({ err: (err as Error).message, tenant_id: isCanonicalUuid(tenantId) ? tenantId : undefined }, 'TenantLimits failed');
+          callback(grpcError('unavailable'));
+        },
+      );
+    },
+    TenantCallbacks: (call: grpc.ServerUnaryCall<TenantCallbacksRequest, TenantCallbacksResponse>, callback: grpc.sendUnaryData<TenantCallbacksResponse>) => {
+      if (!hasInternalToken(call.metadata, acceptedTokens)) {
+        metrics.rulesCall('unauthenticated');
+        callback(grpcError('invalid_internal_token'));
+        return;
+      }
+      const tenantId = call.request.tenant_id;
+      if (!callbacks) return callback(grpcError('unavailable'));
+      callbacks.snapshot(tenantId).then(
+        (s) =>
+          callback(
+            null,
+            s
+              ? { found: true, settings_json: s.settings ? JSON.stringify(callbackSettingsJson(s.settings)) : '', secrets: s.secrets, version: s.version, as_of_seq: s.asOfSeq }
+              : { found: false, settings_json: '', secrets: [], version: 0, as_of_seq: 0 },
+          ),
+        (err: unknown) => {
+          logger.warn({ err: (err as Error).message, tenant_id: isCanonicalUuid(tenantId) ? tenantId : undefined }, 'TenantCallbacks failed');
           callback(grpcError('unavailable'));
         },
       );

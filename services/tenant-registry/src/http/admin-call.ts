@@ -35,6 +35,10 @@ const CHANNEL_RULES_ACTIONS: Readonly<Record<string, string>> = { GET: 'get_chan
 const LIMITS_PATH = 'limits';
 const LIMITS_ACTIONS: Readonly<Record<string, string>> = { GET: 'get_limits', PUT: 'set_limits', PATCH: 'update_limits' };
 const PLAN_ACTIONS: Readonly<Record<string, string>> = { GET: 'get_plan', PUT: 'put_plan', DELETE: 'delete_plan' };
+/** `/admin/tenants/{id}/callbacks[/secret/…]` (#32): the audit action of each method and path. */
+const CALLBACKS_ACTIONS: Readonly<Record<string, string>> = { GET: 'get_callbacks', PUT: 'set_callbacks', DELETE: 'remove_callbacks' };
+const CALLBACKS_SECRET_ACTIONS: Readonly<Record<string, string>> = { 'callbacks/secret/rotate': 'callbacks_rotate_secret', 'callbacks/secret/expire_previous': 'callbacks_expire_previous' };
+
 function planAction(method: string, named: boolean): string {
   if (!named) return method === 'GET' ? 'list_plans' : 'unknown';
   return PLAN_ACTIONS[method] ?? 'unknown';
@@ -61,6 +65,8 @@ export function describeAdminCall(method: string, path: string): AdminCall {
   const suffix = rest.join('/').toLowerCase();
   if (suffix === 'usage') return { action: m === 'GET' ? 'tenant_usage' : 'unknown', tenantId };
   if (suffix === LIMITS_PATH) return { action: LIMITS_ACTIONS[m] ?? 'unknown', tenantId };
+  if (suffix === 'callbacks') return { action: CALLBACKS_ACTIONS[m] ?? 'unknown', tenantId };
+  if (CALLBACKS_SECRET_ACTIONS[suffix] !== undefined) return { action: m === 'POST' ? CALLBACKS_SECRET_ACTIONS[suffix]! : 'unknown', tenantId };
   if (suffix === CHANNEL_RULES_PATH) return { action: CHANNEL_RULES_ACTIONS[m] ?? 'unknown', tenantId };
   if (rest.length === 3 && rest[0]!.toLowerCase() === 'users') return { action: (m === 'POST' && USER_ACTION_BY_SUFFIX.get(rest[2]!.toLowerCase())) || 'unknown', tenantId };
   const action = m === 'POST' ? ACTION_BY_SUFFIX.get(suffix) : undefined;

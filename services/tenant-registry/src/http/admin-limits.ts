@@ -1,6 +1,7 @@
 import type { Request, Response, Router } from 'express';
-import { errorBody, isCanonicalUuid, RelayError, type ErrorCode } from '@service-relay/core';
+import { errorBody, RelayError, type ErrorCode } from '@service-relay/core';
 import { parseLimits, PLAN_NAME, type LimitsPatch, type PartialLimits } from '@service-relay/tenant-events';
+import { jsonBody, tenantIdParam } from './admin-params';
 import type { Plan, SetTenantLimits, TenantLimitsRecord } from '../store/limits-store';
 import type { LimitsAdmin } from '../tenants/limits-admin';
 import type { PropagationResult } from '../tenants/propagation';
@@ -104,24 +105,9 @@ function planView(p: Plan): Record<string, unknown> {
   return { name: p.name, limits: p.limits, version: p.version, tenants: p.tenants, created_at: p.createdAt.toISOString(), updated_at: p.updatedAt.toISOString() };
 }
 
-function tenantIdParam(req: Request): string {
-  const id = req.params.id;
-  if (typeof id !== 'string' || !isCanonicalUuid(id)) throw new RelayError('invalid_tenant_id');
-  return id;
-}
 
 function planParam(req: Request): string {
   const name = req.params.name;
   if (typeof name !== 'string' || !PLAN_NAME.test(name)) throw new RelayError('invalid_limits', `plan names match ${PLAN_NAME.source}`);
   return name;
-}
-
-function jsonBody(req: Request): unknown {
-  const body: unknown = req.body;
-  if (!Buffer.isBuffer(body) || body.length === 0) throw new RelayError('invalid_body');
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch {
-    throw new RelayError('invalid_body');
-  }
 }

@@ -22,6 +22,9 @@ import type { TokenExplainer } from '../verifier/token-explainer';
 import type { AdminUsage } from './admin-usage';
 import type { LimitsAdmin } from '../tenants/limits-admin';
 import { limitsRoutes } from './admin-limits';
+import { tenantIdParam } from './admin-params';
+import { callbacksRoutes } from './admin-callbacks';
+import type { CallbacksAdmin } from '../tenants/callbacks-admin';
 
 /** Reads the body into `req.body` (a Buffer); past the limit `payload_too_large`, a client gone mid-body `invalid_body`. */
 function rawBodyUpTo(limit: number) {
@@ -48,6 +51,8 @@ export interface AdminRouterDeps {
   usage?: AdminUsage | undefined;
   /** Plans and per-tenant limits (#30); absent, those routes answer 404. */
   limits?: LimitsAdmin | undefined;
+  /** Subscribe/publish callbacks (#32); absent, those routes answer 404. */
+  callbacks?: CallbacksAdmin | undefined;
   adminTokens: AdminTokens;
   audit: AuditLog;
   metrics: RegistryMetrics;
@@ -256,16 +261,20 @@ export function adminRouter(deps: AdminRouterDeps): Router {
       .all(methodNotAllowed('GET'));
   }
 
+  const notPropagatedWith = (req: Request, res: Response, extra: Record<string, unknown>, p: PropagationResult) => notPropagated(answer, req, res, { ...extra, pending_consumers: pendingView(p) });
+  const emptyBody = (req: Request, res: Response, next: NextFunction) => rawBody(req, res, (err?: unknown) => (err ? next(err) : requireEmptyBody(req, res, next)));
   if (deps.limits) {
     limitsRoutes(router, {
       limits: deps.limits,
       answer,
-      notPropagated: (req, res, extra, p) => notPropagated(answer, req, res, { ...extra, pending_consumers: pendingView(p) }),
+      notPropagated: notPropagatedWith,
       named,
       body: rawBodyUpTo(MAX_META_BODY_BYTES),
       methodNotAllowed,
     });
   }
+
+  if (deps.callbacks) callbacksRoutes(router, { callbacks: deps.callbacks, answer, notPropagated: notPropagatedWith, named, body: rawBodyUpTo(MAX_META_BODY_BYTES), emptyBody, methodNotAllowed });
 
   router
     .route('/audit')
@@ -297,12 +306,6 @@ function named(route: string) {
     res.locals.route = route;
     next();
   };
-}
-
-function tenantIdParam(req: Request): string {
-  const id = req.params.id;
-  if (typeof id !== 'string' || !isCanonicalUuid(id)) throw new RelayError('invalid_tenant_id');
-  return id;
 }
 
 /** No body, an empty body or `{}` (ARCHITECTURE.md); anything else is invalid_body. */

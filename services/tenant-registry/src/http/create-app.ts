@@ -7,6 +7,7 @@ import type { RegistryMetrics } from '../metrics';
 import type { HostSyncCheck } from '../tenants/host-sync-check';
 import type { TenantAdmin } from '../tenants/tenant-admin';
 import type { LimitsAdmin } from '../tenants/limits-admin';
+import type { CallbacksAdmin } from '../tenants/callbacks-admin';
 import { adminRouter } from './admin-router';
 import { hostApi, type HostApiDeps } from './host-api';
 import { hostSyncFetch, type HostFetchLimit } from './host-sync-fetch';
@@ -32,6 +33,8 @@ export interface AppDeps {
   usage?: AdminUsage;
   /** Plans and per-tenant limits (#30); absent, those routes answer 404. */
   limits?: LimitsAdmin;
+  /** Subscribe/publish callbacks (#32), for the admin API and the host server API; absent, those routes answer 404. */
+  callbacks?: CallbacksAdmin;
 }
 
 /** The registry's HTTP API: host-sync fetch and admin API (ops endpoints are served in front of it). */
@@ -56,7 +59,7 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   app.use(hostSyncFetch(deps.hostSync, deps.metrics, deps.logger, deps.hostFetch));
-  if (deps.hostApi) app.use(hostApi({ ...deps.hostApi, hostSync: deps.hostSync, metrics: deps.metrics, logger: deps.logger, limit: deps.hostFetch }));
+  if (deps.hostApi) app.use(hostApi({ ...deps.hostApi, callbacks: deps.callbacks, hostSync: deps.hostSync, metrics: deps.metrics, logger: deps.logger, limit: deps.hostFetch }));
   app.use('/admin', adminRouter({ ...deps, users: deps.hostApi?.users }));
   app.use((_req, res) => sendError(res, 'not_found', NO_STORE));
 

@@ -1,11 +1,12 @@
 import type { NextFunction, Request, Response } from 'express';
 import { errorBody, httpStatusFor, systemClock, type Clock, type ErrorCode, type Logger } from '@service-relay/core';
-import { MAX_HOST_ACTION_BODY_BYTES, MAX_PUBLISH_BODY_BYTES, readBodyOrRefuse, requestIdOf, sendError, sendJson } from '@service-relay/edge';
+import { MAX_HOST_ACTION_BODY_BYTES, MAX_META_BODY_BYTES, MAX_PUBLISH_BODY_BYTES, readBodyOrRefuse, requestIdOf, sendError, sendJson } from '@service-relay/edge';
 import type { RegistryMetrics } from '../metrics';
 import type { RealtimeClient } from '../realtime/realtime-client';
 import type { HostSyncCheck } from '../tenants/host-sync-check';
 import { isProblem, parseChannel, parsePublishRequest, parseRevokeRequest, parseUserId, type HostProblem } from '../tenants/host-requests';
 import type { UserActionOutcome, UserActions } from '../tenants/user-actions';
+import { callbacksView, type CallbacksAdmin, type CallbacksOutcome } from '../tenants/callbacks-admin';
 import { hostCredentialGate, type HostFetchLimit } from './host-sync-fetch';
 import { requestLog } from './request-log';
 import { NO_STORE } from './send';
@@ -20,10 +21,15 @@ type Route =
   | { name: 'publish'; method: 'POST' }
   | { name: 'presence'; method: 'GET'; channel: string }
   | { name: 'disconnect'; method: 'POST'; user: string }
-  | { name: 'revoke_tokens'; method: 'POST'; user: string };
+  | { name: 'revoke_tokens'; method: 'POST'; user: string }
+  | { name: 'callbacks'; method: 'GET, PUT, DELETE' }
+  | { name: 'callbacks_rotate_secret' | 'callbacks_expire_previous'; method: 'POST' };
 
 function routeOf(rest: string): Route | undefined {
   if (rest === 'messages') return { name: 'publish', method: 'POST' };
+  if (rest === 'callbacks') return { name: 'callbacks', method: 'GET, PUT, DELETE' };
+  if (rest === 'callbacks/secret/rotate') return { name: 'callbacks_rotate_secret', method: 'POST' };
+  if (rest === 'callbacks/secret/expire_previous') return { name: 'callbacks_expire_previous', method: 'POST' };
   let m = /^channels\/([^/]+)\/presence$/.exec(rest);
   if (m) return { name: 'presence', method: 'GET', channel: m[1]! };
   m = /^users\/([^/]+)\/(disconnect|revoke_tokens)$/.exec(rest);
@@ -39,6 +45,8 @@ export interface HostApiDeps {
   logger: Logger;
   limit: HostFetchLimit | undefined;
   clock?: Clock;
+  /** Subscribe/publish callbacks (#32); absent, those routes answer 404 (as unknown paths). */
+  callbacks?: CallbacksAdmin | undefined;
 }
 
 /**
@@ -52,10 +60,10 @@ export function hostApi(deps: HostApiDeps) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const m = HOST_PATH.exec(req.path);
     const route = m ? routeOf(m[2]!) : undefined;
-    if (!m || !route) return next();
+    if (!m || !route || (route.name.startsWith('callbacks') && !deps.callbacks)) return next();
     res.once('finish', () => deps.metrics.hostRequest(route.name, res.statusCode));
     const method = req.method === 'HEAD' ? 'GET' : req.method;
-    if (method !== route.method) return sendError(res, 'method_not_allowed', { ...NO_STORE, allow: route.method });
+    if (!route.method.split(', ').includes(method)) return sendError(res, 'method_not_allowed', { ...NO_STORE, allow: route.method });
     const tenantId = m[1]!;
     const ok = await hostCredentialGate(req, res, tenantId, async (credentials) => ((await deps.hostSync.authenticate(tenantId, credentials)) ? true : undefined), {
       logger: deps.logger,
@@ -76,6 +84,10 @@ export function hostApi(deps: HostApiDeps) {
         case 'disconnect':
         case 'revoke_tokens':
           return await userAction(deps, req, res, tenantId, route, clock);
+        case 'callbacks':
+        case 'callbacks_rotate_secret':
+        case 'callbacks_expire_previous':
+          return await hostCallbacks(deps.callbacks!, req, res, tenantId, route.name, method);
       }
     } catch (err) {
       next(err);
@@ -118,6 +130,36 @@ async function userAction(deps: HostApiDeps, req: Request, res: Response, tenant
   if (!outcome.propagation.confirmed) {
     return sendJson(res, httpStatusFor('change_not_propagated'), errorBody('change_not_propagated', view), { ...NO_STORE, 'retry-after': '1' });
   }
+  sendJson(res, 200, view, NO_STORE);
+}
+
+/**
+ * The tenant's own callbacks (#32 item 4), the admin API's calls under the
+ * host credential: GET, PUT (settings; the first PUT shows the signing
+ * secret once), DELETE, and the secret's rotation and expiry.
+ */
+async function hostCallbacks(callbacks: CallbacksAdmin, req: Request, res: Response, tenantId: string, name: 'callbacks' | 'callbacks_rotate_secret' | 'callbacks_expire_previous', method: string): Promise<void> {
+  const body = await readJson(req, res, MAX_META_BODY_BYTES);
+  if (body === NOT_READ) return;
+  let out: CallbacksOutcome | 'none' | undefined;
+  if (method === 'GET' || method === 'DELETE' || name !== 'callbacks') {
+    if (body !== undefined && !isEmptyObject(body)) return refuse(res, { code: 'invalid_body', problem: 'this call takes no body (an empty body or {})' });
+  }
+  if (name !== 'callbacks') out = await callbacks.secret(tenantId, name === 'callbacks_rotate_secret' ? 'rotate_secret' : 'expire_previous');
+  else if (method === 'GET') {
+    const current = await callbacks.get(tenantId);
+    out = current && { callbacks: current, propagation: { confirmed: true, pending: [], waitedMs: 0 } };
+  } else if (method === 'DELETE') out = await callbacks.remove(tenantId);
+  else {
+    const settings = callbacks.parse(body);
+    if (typeof settings === 'string') return refuse(res, { code: 'invalid_callbacks', problem: settings });
+    out = await callbacks.set(tenantId, settings);
+  }
+  if (out === 'none') return sendJson(res, 404, errorBody('not_found', { problem: 'the tenant has no callbacks' }), NO_STORE);
+  // The credential check found the tenant a moment ago; it can only be gone if deleted meanwhile.
+  if (!out) return sendError(res, 'invalid_host_sync_credentials', NO_STORE);
+  const view = callbacksView(out);
+  if (!out.propagation.confirmed) return sendJson(res, httpStatusFor('change_not_propagated'), errorBody('change_not_propagated', { callbacks: view }), { ...NO_STORE, 'retry-after': '1' });
   sendJson(res, 200, view, NO_STORE);
 }
 

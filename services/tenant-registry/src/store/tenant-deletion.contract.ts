@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { parseChannelRules, type ChannelRules } from '@service-relay/channels';
+import { parseCallbackSettings, parseChannelRules, type CallbackSettings, type ChannelRules } from '@service-relay/channels';
 import { ManualClock } from '@service-relay/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TenantCrypto } from '../crypto/tenant-crypto';
@@ -9,6 +9,7 @@ import { TenantStore } from './tenant-store';
 import { emptyCounts, UsageStore } from './usage-store';
 import type { StoreHarness } from './tenant-store.contract';
 
+const CALLBACKS = parseCallbackSettings({ url: 'https://host.example/cb', subscribe: ['room:*'] }, false) as CallbackSettings;
 const RULES = parseChannelRules({ default: ['subscribe', 'history'], channels: [{ pattern: 'chat:*', actions: ['subscribe', 'publish'] }] }) as ChannelRules;
 
 /**
@@ -48,6 +49,7 @@ export function tenantDeletionContract(driver: string, makeHarness: () => Promis
         await store.channelRules.set(t, RULES);
         await store.users.revoke(t, 'alice', 1_900_000_000);
         await store.limits.set(t, { replace: true, overrides: { max_subscriptions: 5 } });
+        await store.callbacks.set(t, CALLBACKS);
         const hourMs = clock.now() - (clock.now() % 3_600_000);
         await new UsageStore(db, clock).applyFlush({ flushId: `i:${t}`, instanceId: 'i', rows: [{ ...emptyCounts(), tenantId: t, hourMs, deliveries: 1, peakConnections: 1, refusals: { subscriptions: 1 } }] });
       }
@@ -58,7 +60,7 @@ export function tenantDeletionContract(driver: string, makeHarness: () => Promis
 
       clock.advance(1000);
       const deleted = await store.delete(id);
-      expect(deleted).toMatchObject({ tenantId: id, repeated: false, usageKept: false, purged: { tenant_channel_rules: 1, user_revocations: 1, tenant_limits: 1, tenant_usage: 1, tenant_usage_peaks: 1, tenant_usage_refusals: 1 }, kept: [] });
+      expect(deleted).toMatchObject({ tenantId: id, repeated: false, usageKept: false, purged: { tenant_channel_rules: 1, user_revocations: 1, tenant_limits: 1, tenant_callbacks: 1, tenant_usage: 1, tenant_usage_peaks: 1, tenant_usage_refusals: 1 }, kept: [] });
       expect(deleted!.deletedAt.toISOString()).toBe('2030-01-01T00:00:01.000Z');
       // The next version, naming both key versions (2 after the rotation, and 1).
       expect(deleted!.event).toMatchObject({ kind: 'deleted', version: version + 1, revokedKeyVersions: [2, 1] });

@@ -27,6 +27,8 @@ export const PURGE_STEPS: readonly PurgeStep[] = [
   { table: 'user_revocations', sql: 'DELETE FROM user_revocations WHERE tenant_id = $1 RETURNING 1' },
   // Its own limits and plan (migration 009); the plan itself stays, shared.
   { table: 'tenant_limits', sql: 'DELETE FROM tenant_limits WHERE tenant_id = $1 RETURNING 1' },
+  // Subscribe/publish callbacks and their sealed secrets (migration 011, #32).
+  { table: 'tenant_callbacks', sql: 'DELETE FROM tenant_callbacks WHERE tenant_id = $1 RETURNING 1' },
   // Usage metering (migration 010); `?keep_usage=true` keeps them.
   { table: 'tenant_usage', sql: 'DELETE FROM tenant_usage WHERE tenant_id = $1 RETURNING 1', usage: true },
   { table: 'tenant_usage_peaks', sql: 'DELETE FROM tenant_usage_peaks WHERE tenant_id = $1 RETURNING 1', usage: true },

@@ -1,4 +1,5 @@
 import { isCanonicalUuid, RelayError, systemClock, type Clock } from '@service-relay/core';
+import { CallbacksStore } from './callbacks-store';
 import type { TenantCrypto } from '../crypto/tenant-crypto';
 import { newHostSyncClientId, newSecret, newTenantId } from '../crypto/random-secret';
 import type { Db, Queryable } from '../db/db';
@@ -30,6 +31,8 @@ export class TenantStore {
   readonly users: UserActionsStore;
   /** Plans and per-tenant limits (#30); their writes share the feed and the tenant row lock. */
   readonly limits: LimitsStore;
+  /** Subscribe/publish callbacks (#32); their writes share the feed and the tenant row lock. */
+  readonly callbacks: CallbacksStore;
   /**
    * Ids the database just said do not exist: key lookups and host-sync reads
    * of them are answered "no such tenant" without a query for a few seconds
@@ -51,6 +54,7 @@ export class TenantStore {
     this.users = new UserActionsStore(db, this.feed, clock);
     this.deletion = new TenantDeletionStore(db, this.feed, clock);
     this.limits = new LimitsStore(db, this.feed, clock);
+    this.callbacks = new CallbacksStore(db, this.feed, crypto, clock);
   }
 
   /** `meta`: the name and labels to start with (labels set to null are simply not set). */

@@ -1,0 +1,20 @@
+import type { Request } from 'express';
+import { isCanonicalUuid, RelayError } from '@service-relay/core';
+
+/** The path's tenant id; `invalid_tenant_id` unless canonical. */
+export function tenantIdParam(req: Request): string {
+  const id = req.params.id;
+  if (typeof id !== 'string' || !isCanonicalUuid(id)) throw new RelayError('invalid_tenant_id');
+  return id;
+}
+
+/** The request's JSON body (read as a Buffer before); `invalid_body` when absent, empty or not JSON. */
+export function jsonBody(req: Request): unknown {
+  const body: unknown = req.body;
+  if (!Buffer.isBuffer(body) || body.length === 0) throw new RelayError('invalid_body');
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new RelayError('invalid_body');
+  }
+}
