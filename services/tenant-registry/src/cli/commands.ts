@@ -41,6 +41,15 @@ interface Command {
 
 const tenantPath = (suffix: string) => (args: string[]) => ({ method: 'POST', path: `/admin/tenants/${encodeURIComponent(args[0]!)}${suffix}`, tenant: args[0] });
 
+/** `rotate-host-sync ID [--keep-previous]` (#33: an overlap, as for the JWT secret). */
+function rotateHostSyncRequest(args: string[]): CliRequest {
+  const [id, ...flags] = args;
+  if (id === undefined || id.startsWith('--')) throw new UsageError('rotate-host-sync takes a tenant id, then optionally --keep-previous');
+  const keep = flags.length === 1 && flags[0] === '--keep-previous';
+  if (flags.length > 0 && !keep) throw new UsageError(`rotate-host-sync takes --keep-previous, got ${JSON.stringify(flags.join(' '))}`);
+  return { ...tenantPath('/host_sync/rotate')(args), ...(keep && { path: `/admin/tenants/${encodeURIComponent(id)}/host_sync/rotate?keep_previous=true` }) };
+}
+
 export const COMMANDS: Record<string, Command> = {
   'create-tenant': {
     args: '[--name N] [--label K=V]...',
@@ -73,7 +82,12 @@ export const COMMANDS: Record<string, Command> = {
   'rotate-secret': { args: 'ID', help: 'new JWT primary; the old primary becomes the previous', request: tenantPath('/jwt_secret/rotate') },
   'expire-previous': { args: 'ID', help: 'stop accepting the previous JWT secret', request: tenantPath('/jwt_secret/expire_previous') },
   'revoke-all': { args: 'ID', help: 'incident: new primary, no previous, new host-sync secret', request: tenantPath('/jwt_secret/revoke_all') },
-  'rotate-host-sync': { args: 'ID', help: 'new host-sync client secret (printed once)', request: tenantPath('/host_sync/rotate') },
+  'rotate-host-sync': {
+    args: 'ID [--keep-previous]',
+    help: 'new host-sync client secret (printed once); the old one dies now, or with --keep-previous keeps working until expire-previous-host-sync',
+    request: rotateHostSyncRequest,
+  },
+  'expire-previous-host-sync': { args: 'ID', help: 'stop accepting the host-sync secret a rotate-host-sync --keep-previous replaced', request: tenantPath('/host_sync/expire_previous') },
   rules: {
     args: 'get|set|reset ID [--file F]',
     help: "a tenant's channel rules: show them, set them from a JSON file (or stdin), reset to the default",

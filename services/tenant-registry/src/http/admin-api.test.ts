@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRegistry, type TestRegistry } from '../testing/test-registry';
 
-const VIEW_KEYS = ['created_at', 'disabled', 'has_previous_secret', 'host_sync_client_id', 'labels', 'name', 'tenant_id', 'updated_at'];
+const VIEW_KEYS = ['created_at', 'disabled', 'has_previous_host_sync', 'has_previous_secret', 'host_sync_client_id', 'labels', 'name', 'tenant_id', 'updated_at'];
 const UNKNOWN_ID = '6f1d2a7e-3c1b-4e55-8a2f-0b9c8d7e6f50';
 
 let reg: TestRegistry;
@@ -40,6 +40,7 @@ describe('admin API', () => {
       host_sync_client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
       disabled: false,
       has_previous_secret: false,
+      has_previous_host_sync: false,
     });
     expect(new Date(body.created_at as string).toISOString()).toBe(body.created_at);
     expect(eventsFor(body.tenant_id)).toEqual([{ kind: 'created', version: 1, revoked_key_versions: [] }]);
@@ -127,6 +128,25 @@ describe('admin API', () => {
     const body = await json(res);
     expect(body).toMatchObject({ tenant_id: id, host_sync_client_id: created.host_sync_client_id, host_sync_client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
     expect(body.host_sync_client_secret).not.toBe(created.host_sync_client_secret);
+    expect(eventsFor(id)).toEqual([{ kind: 'created', version: 1, revoked_key_versions: [] }]);
+  });
+
+  it('rotates the host-sync secret keeping the previous (#33), expires it, and refuses a bad query', async () => {
+    const id = (await createTenant()).tenant_id as string;
+    const kept = await reg.admin('POST', `/admin/tenants/${id}/host_sync/rotate?keep_previous=true`);
+    expect(kept.status).toBe(200);
+    expect(await json(kept)).toMatchObject({ has_previous_host_sync: true, host_sync_client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+    const expired = await reg.admin('POST', `/admin/tenants/${id}/host_sync/expire_previous`);
+    expect(expired.status).toBe(200);
+    const view = await json(expired);
+    expect(view).toMatchObject({ has_previous_host_sync: false });
+    expect(view).not.toHaveProperty('host_sync_client_secret');
+    for (const q of ['keep_previous=yes', 'keep=true']) {
+      const bad = await reg.admin('POST', `/admin/tenants/${id}/host_sync/rotate?${q}`);
+      expect(bad.status).toBe(400);
+      expect(await json(bad)).toMatchObject({ errors: ['invalid_query'], problem: expect.any(String) });
+    }
+    expect((await reg.admin('POST', `/admin/tenants/${id}/host_sync/rotate?keep_previous=false`)).status).toBe(200);
     expect(eventsFor(id)).toEqual([{ kind: 'created', version: 1, revoked_key_versions: [] }]);
   });
 

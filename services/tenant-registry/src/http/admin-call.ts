@@ -8,7 +8,9 @@ export const ACTIONS: ReadonlyArray<readonly [string, TenantAction]> = [
   ['jwt_secret/rotate', 'rotate'],
   ['jwt_secret/expire_previous', 'expire_previous'],
   ['jwt_secret/revoke_all', 'revoke_all'],
+  // `?keep_previous=true` (#33): the old secret stays accepted until host_sync/expire_previous (audited as rotate_host_sync).
   ['host_sync/rotate', 'rotate_host_sync'],
+  ['host_sync/expire_previous', 'expire_previous_host_sync'],
 ];
 
 export interface AdminCall {

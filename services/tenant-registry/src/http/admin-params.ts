@@ -18,3 +18,13 @@ export function jsonBody(req: Request): unknown {
     throw new RelayError('invalid_body');
   }
 }
+
+/** The only query parameter allowed, `?<name>=true|false` (absent: false); a problem text for anything else. */
+export function parseFlag(query: Request['query'], name: string): boolean | string {
+  const extra = Object.keys(query).filter((k) => k !== name);
+  if (extra.length > 0) return `unknown query parameter ${extra[0]!.slice(0, 40)}`;
+  const v = query[name];
+  if (v === undefined || v === 'false') return false;
+  if (v === 'true') return true;
+  return `${name} is true or false`;
+}

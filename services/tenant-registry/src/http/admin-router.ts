@@ -8,7 +8,7 @@ import type { RegistryMetrics } from '../metrics';
 import type { TenantChannelRules } from '../store/channel-rules-store';
 import type { TenantDeletion } from '../store/tenant-deletion';
 import type { PropagationResult } from '../tenants/propagation';
-import type { AdminOutcome, TenantAdmin } from '../tenants/tenant-admin';
+import type { AdminOutcome, TenantAction, TenantAdmin } from '../tenants/tenant-admin';
 import { toTenantView } from '../tenants/tenant';
 import { MAX_LABELS, parseTenantFilter, parseTenantMeta } from '../tenants/tenant-meta';
 import { isProblem, parseRevokeRequest, parseUserId } from '../tenants/host-requests';
@@ -22,7 +22,7 @@ import type { TokenExplainer } from '../verifier/token-explainer';
 import type { AdminUsage } from './admin-usage';
 import type { LimitsAdmin } from '../tenants/limits-admin';
 import { limitsRoutes } from './admin-limits';
-import { tenantIdParam } from './admin-params';
+import { parseFlag, tenantIdParam } from './admin-params';
 import { callbacksRoutes } from './admin-callbacks';
 import type { CallbacksAdmin } from '../tenants/callbacks-admin';
 
@@ -144,7 +144,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     })
     .delete(named('delete'), rawBody, requireEmptyBody, async (req, res) => {
       const tenantId = tenantIdParam(req);
-      const keepUsage = parseKeepUsage(req.query);
+      const keepUsage = parseFlag(req.query, 'keep_usage');
       if (typeof keepUsage === 'string') return answer(req, res, 400, errorBody('invalid_query', { problem: keepUsage }), {}, 'invalid_query');
       const outcome = await admin.delete(tenantId, { keepUsage });
       if (!outcome) throw new RelayError('tenant_not_found');
@@ -158,7 +158,13 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     router
       .route(`/tenants/:id/${path}`)
       .post(named(action), rawBody, requireEmptyBody, async (req, res) => {
-        const change = await admin.apply(tenantIdParam(req), action);
+        let chosen: TenantAction = action;
+        if (action === 'rotate_host_sync') {
+          const keep = parseFlag(req.query, 'keep_previous');
+          if (typeof keep === 'string') return answer(req, res, 400, errorBody('invalid_query', { problem: keep }), {}, 'invalid_query');
+          if (keep) chosen = 'rotate_host_sync_keep_previous';
+        }
+        const change = await admin.apply(tenantIdParam(req), chosen);
         if (!change) throw new RelayError('tenant_not_found');
         await answerChange(answer, req, res, 200, change);
       })
@@ -339,16 +345,6 @@ function jsonBody(req: Request): unknown {
   } catch {
     throw new RelayError('invalid_body');
   }
-}
-
-/** `?keep_usage=true|false` (absent: false); a problem text for anything else. */
-function parseKeepUsage(query: Request['query']): boolean | string {
-  const extra = Object.keys(query).filter((k) => k !== 'keep_usage');
-  if (extra.length > 0) return `unknown query parameter ${extra[0]!.slice(0, 40)}`;
-  const v = query.keep_usage;
-  if (v === undefined || v === 'false') return false;
-  if (v === 'true') return true;
-  return 'keep_usage is true or false';
 }
 
 /** The answer of a deletion, the same on every repeat but for `purged` (what this call removed). */

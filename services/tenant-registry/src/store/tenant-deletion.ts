@@ -95,7 +95,7 @@ export class TenantDeletionStore {
       const version = Number(row.version) + 1;
       await tx.query(
         `UPDATE tenants SET deleted_at = $2, updated_at = $3, version = $4, disabled = true,
-                primary_secret = NULL, previous_secret = NULL, previous_key_version = NULL, host_sync_secret_hash = NULL,
+                primary_secret = NULL, previous_secret = NULL, previous_key_version = NULL, host_sync_secret_hash = NULL, previous_host_sync_secret_hash = NULL,
                 name = NULL, labels = '{}'::jsonb
           WHERE tenant_id = $1`,
         [tenantId, deletedAt.toISOString(), now.toISOString(), version],

@@ -7,6 +7,8 @@ export interface TenantRow {
   tenant_id: string;
   host_sync_client_id: string;
   host_sync_secret_hash: string;
+  /** The replaced host-sync secret's hash while a rotation overlaps (#33); null: none. */
+  previous_host_sync_secret_hash: string | null;
   disabled: boolean;
   version: number;
   primary_key_version: number;
@@ -24,6 +26,7 @@ const COLUMNS = [
   'tenant_id',
   'host_sync_client_id',
   'host_sync_secret_hash',
+  'previous_host_sync_secret_hash',
   'disabled',
   'version',
   'primary_key_version',
@@ -66,6 +69,7 @@ export function normalizeRow(raw: Record<string, unknown>): TenantRow {
     version: Number(r.version),
     primary_key_version: Number(r.primary_key_version),
     previous_key_version: r.previous_key_version === null ? null : Number(r.previous_key_version),
+    previous_host_sync_secret_hash: r.previous_host_sync_secret_hash ?? null,
     created_at: toDate(r.created_at),
     updated_at: toDate(r.updated_at),
     name: r.name ?? null,
@@ -81,6 +85,7 @@ export function rowToTenant(r: TenantRow): Tenant {
     version: r.version,
     primaryKeyVersion: r.primary_key_version,
     previousKeyVersion: r.previous_key_version,
+    hasPreviousHostSync: r.previous_host_sync_secret_hash !== null,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     name: r.name,
@@ -98,6 +103,7 @@ export function rowState(r: TenantRow): TenantState {
     previousKeyVersion: r.previous_key_version,
     previousSecret: r.previous_secret,
     hostSyncSecretHash: r.host_sync_secret_hash,
+    previousHostSyncSecretHash: r.previous_host_sync_secret_hash,
   };
 }
 
@@ -111,6 +117,7 @@ export function withState(r: TenantRow, s: TenantState): TenantRow {
     previous_key_version: s.previousKeyVersion,
     previous_secret: s.previousSecret,
     host_sync_secret_hash: s.hostSyncSecretHash,
+    previous_host_sync_secret_hash: s.previousHostSyncSecretHash,
   };
 }
 

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ManualClock } from '@service-relay/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TenantCrypto } from '../crypto/tenant-crypto';
+import { HostSyncCheck } from '../tenants/host-sync-check';
 import type { Db } from '../db/db';
 import { migrate } from '../db/migrate';
 import { TenantStore } from './tenant-store';
@@ -129,6 +130,38 @@ export function tenantStoreContract(driver: string, makeHarness: () => Promise<S
       expect(rotated?.tenant.updatedAt.getTime()).toBe(created.tenant.createdAt.getTime() + 1000);
       expect(rotated?.hostSyncSecret).not.toBe(created.hostSyncSecret);
       expect(await store.getKeys(created.tenant.tenantId)).toEqual(keys);
+    });
+
+    it('rotates the host-sync secret with an overlap (#33): both accepted until expire_previous_host_sync; a plain rotation or revoke_all ends it', async () => {
+      const check = new HostSyncCheck(store, new TenantCrypto(secretsKey).hostSync);
+      const created = await store.create();
+      const id = created.tenant.tenantId;
+      const clientId = created.tenant.hostSyncClientId;
+      const accepts = async (secret: string) => (await check.authenticate(id, { clientId, secret })) === true;
+      const overlap = await store.rotateHostSync(id, true);
+      expect(overlap?.event).toBeUndefined();
+      expect(overlap?.tenant).toMatchObject({ version: 1, hasPreviousHostSync: true });
+      expect([await accepts(created.hostSyncSecret), await accepts(overlap!.hostSyncSecret!)]).toEqual([true, true]);
+      // A second overlap replaces the previous: only the last two secrets work.
+      const again = await store.rotateHostSync(id, true);
+      expect([await accepts(created.hostSyncSecret), await accepts(overlap!.hostSyncSecret!), await accepts(again!.hostSyncSecret!)]).toEqual([false, true, true]);
+      const expired = await store.expirePreviousHostSync(id);
+      expect(expired?.tenant.hasPreviousHostSync).toBe(false);
+      expect([await accepts(overlap!.hostSyncSecret!), await accepts(again!.hostSyncSecret!)]).toEqual([false, true]);
+      // Expiring with nothing to expire changes nothing but the time.
+      expect((await store.expirePreviousHostSync(id))?.tenant.hasPreviousHostSync).toBe(false);
+      const third = await store.rotateHostSync(id, true);
+      const plain = await store.rotateHostSync(id);
+      expect(plain?.tenant.hasPreviousHostSync).toBe(false);
+      expect([await accepts(again!.hostSyncSecret!), await accepts(third!.hostSyncSecret!), await accepts(plain!.hostSyncSecret!)]).toEqual([false, false, true]);
+      const fourth = await store.rotateHostSync(id, true);
+      const revoked = await store.revokeAll(id);
+      expect(revoked?.tenant.hasPreviousHostSync).toBe(false);
+      expect([await accepts(plain!.hostSyncSecret!), await accepts(fourth!.hostSyncSecret!), await accepts(revoked!.hostSyncSecret!)]).toEqual([false, false, true]);
+      // A disabled tenant's previous secret is refused like its current one.
+      const last = await store.rotateHostSync(id, true);
+      await store.setDisabled(id, true);
+      expect([await accepts(revoked!.hostSyncSecret!), await accepts(last!.hostSyncSecret!)]).toEqual([false, false]);
     });
 
     it('serializes ten simultaneous rotations: one primary, one previous, no lost version', async () => {

@@ -66,6 +66,7 @@ export class TenantStore {
       tenant_id: tenantId,
       host_sync_client_id: newHostSyncClientId(),
       host_sync_secret_hash: this.crypto.hostSync.hash(hostSyncSecret),
+      previous_host_sync_secret_hash: null,
       disabled: false,
       version: 1,
       primary_key_version: 1,
@@ -155,8 +156,13 @@ export class TenantStore {
     return this.mutate(tenantId, 'revoke_all');
   }
 
-  rotateHostSync(tenantId: string): Promise<TenantChange | undefined> {
-    return this.mutate(tenantId, 'rotate_host_sync');
+  /** `keepPrevious`: the old secret stays accepted until expirePreviousHostSync (#33). */
+  rotateHostSync(tenantId: string, keepPrevious = false): Promise<TenantChange | undefined> {
+    return this.mutate(tenantId, keepPrevious ? 'rotate_host_sync_keep_previous' : 'rotate_host_sync');
+  }
+
+  expirePreviousHostSync(tenantId: string): Promise<TenantChange | undefined> {
+    return this.mutate(tenantId, 'expire_previous_host_sync');
   }
 
   /**
@@ -224,6 +230,7 @@ export class TenantStore {
       tenantId: row.tenant_id,
       hostSyncClientId: row.host_sync_client_id,
       secretHash: row.host_sync_secret_hash,
+      previousSecretHash: row.previous_host_sync_secret_hash,
       disabled: row.disabled,
       primaryKeyVersion: row.primary_key_version,
       openPrimarySecret: () => this.crypto.openJwtSecret(row.tenant_id, row.primary_key_version, row.primary_secret),

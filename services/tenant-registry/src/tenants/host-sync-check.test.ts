@@ -12,7 +12,7 @@ const SECRET = randomBytes(32).toString('base64url');
 function setup(row: Partial<HostSyncCredential> | undefined) {
   const hasher = new HostSyncHasher(randomBytes(32));
   const openPrimarySecret = vi.fn(() => 'the-primary');
-  const credential = row && { tenantId: TENANT, hostSyncClientId: CLIENT, secretHash: hasher.hash(SECRET), disabled: false, openPrimarySecret, ...row };
+  const credential = row && { tenantId: TENANT, hostSyncClientId: CLIENT, secretHash: hasher.hash(SECRET), previousSecretHash: null, disabled: false, openPrimarySecret, ...row };
   const find = vi.fn(async (id: string) => (id === TENANT ? credential : undefined));
   const matches = vi.spyOn(hasher, 'matches');
   const check = new HostSyncCheck({ findHostSyncCredential: find } as unknown as TenantStore, hasher);
@@ -34,11 +34,11 @@ describe('HostSyncCheck', () => {
     expect(await check.fetchPrimary(TENANT, { clientId: CLIENT, secret: SECRET })).toBe('the-primary');
   });
 
-  it.each(failures)('refuses %s after one row read and one hash comparison, never opening a secret', async (_name, id, creds, row) => {
+  it.each(failures)('refuses %s after one row read and two hash comparisons (current and previous slot), never opening a secret', async (_name, id, creds, row) => {
     const { check, find, matches, openPrimarySecret } = setup(row);
     expect(await check.fetchPrimary(id, creds)).toBeUndefined();
     expect(find).toHaveBeenCalledTimes(1);
-    expect(matches).toHaveBeenCalledTimes(1);
+    expect(matches).toHaveBeenCalledTimes(2);
     expect(openPrimarySecret).not.toHaveBeenCalled();
   });
 });
@@ -50,11 +50,26 @@ describe('HostSyncCheck.authenticate (the host server API, #13)', () => {
     expect(openPrimarySecret).not.toHaveBeenCalled();
   });
 
-  it.each(failures)('refuses %s through the same path as the fetch (one row read, one hash comparison)', async (_name, id, creds, row) => {
+  it('accepts the previous secret during an overlap (#33), and costs the same two comparisons whichever slot matches', async () => {
+    const OLD = randomBytes(32).toString('base64url');
+    const hasher = new HostSyncHasher(randomBytes(32));
+    const row = { tenantId: TENANT, hostSyncClientId: CLIENT, secretHash: hasher.hash(SECRET), previousSecretHash: hasher.hash(OLD), disabled: false, primaryKeyVersion: 1, openPrimarySecret: () => 'p' };
+    const matches = vi.spyOn(hasher, 'matches');
+    const check = new HostSyncCheck({ findHostSyncCredential: async () => row } as unknown as TenantStore, hasher);
+    for (const [secret, ok] of [[SECRET, true], [OLD, true], ['wrong', false]] as const) {
+      matches.mockClear();
+      expect(await check.authenticate(TENANT, { clientId: CLIENT, secret })).toBe(ok);
+      expect(matches).toHaveBeenCalledTimes(2);
+    }
+    // The previous secret with another tenant's client id is refused like any wrong credential.
+    expect(await check.authenticate(TENANT, { clientId: `hs_${'b'.repeat(32)}`, secret: OLD })).toBe(false);
+  });
+
+  it.each(failures)('refuses %s through the same path as the fetch (one row read, two hash comparisons)', async (_name, id, creds, row) => {
     const { check, find, matches, openPrimarySecret } = setup(row);
     expect(await check.authenticate(id, creds)).toBe(false);
     expect(find).toHaveBeenCalledTimes(1);
-    expect(matches).toHaveBeenCalledTimes(1);
+    expect(matches).toHaveBeenCalledTimes(2);
     expect(openPrimarySecret).not.toHaveBeenCalled();
   });
 });

@@ -46,7 +46,12 @@ export class HostSyncCheck {
   private async check(rawTenantId: string, credentials: BasicCredentials | undefined): Promise<HostSyncCredential | undefined> {
     const wellFormed = isCanonicalUuid(rawTenantId) && credentials !== undefined;
     const row = await this.store.findHostSyncCredential(wellFormed ? rawTenantId : DUMMY_TENANT_ID);
-    const secretOk = this.hasher.matches(credentials?.secret ?? '', row?.secretHash ?? this.hasher.dummyHash);
+    const presented = credentials?.secret ?? '';
+    // Both slots are always compared (the previous against the dummy when there is none), so the timing tells nothing.
+    const currentOk = this.hasher.matches(presented, row?.secretHash ?? this.hasher.dummyHash);
+    const previous = row?.previousSecretHash ?? null;
+    const previousOk = this.hasher.matches(presented, previous ?? this.hasher.dummyHash) && previous !== null;
+    const secretOk = currentOk || previousOk;
     const clientOk = safeEqual(credentials?.clientId ?? '', row?.hostSyncClientId ?? DUMMY_CLIENT_ID);
     const enabled = row !== undefined && !row.disabled;
     // Every comparison above has run whatever the case; only now is the outcome decided.

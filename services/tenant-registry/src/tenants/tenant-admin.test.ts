@@ -12,6 +12,7 @@ const tenant = {
   version: 2,
   primaryKeyVersion: 1,
   previousKeyVersion: null,
+  hasPreviousHostSync: false,
   createdAt: new Date(0),
   updatedAt: new Date(0),
   name: null,

@@ -109,6 +109,10 @@ export class TenantAdmin {
         return this.store.revokeAll(tenantId);
       case 'rotate_host_sync':
         return this.store.rotateHostSync(tenantId);
+      case 'rotate_host_sync_keep_previous':
+        return this.store.rotateHostSync(tenantId, true);
+      case 'expire_previous_host_sync':
+        return this.store.expirePreviousHostSync(tenantId);
     }
   }
 

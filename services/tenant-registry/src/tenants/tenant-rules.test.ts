@@ -12,9 +12,11 @@ const withPrevious: TenantState = {
   previousKeyVersion: 2,
   previousSecret: 'sealed-2',
   hostSyncSecretHash: 'hs-hash',
+  previousHostSyncSecretHash: null,
 };
 const noPrevious: TenantState = { ...withPrevious, previousKeyVersion: null, previousSecret: null };
 const disabled: TenantState = { ...noPrevious, disabled: true };
+const hostOverlap: TenantState = { ...withPrevious, previousHostSyncSecretHash: 'older-hs-hash' };
 
 const cases: Array<[string, TenantState, TenantAction, Transition]> = [
   ['disable', noPrevious, 'disable', { next: { ...noPrevious, disabled: true, version: 8 }, event: { kind: 'disabled', version: 8, revokedKeyVersions: [] } }],
@@ -76,6 +78,25 @@ const cases: Array<[string, TenantState, TenantAction, Transition]> = [
   ],
   // Not token-relevant: same version, no event.
   ['rotate_host_sync', withPrevious, 'rotate_host_sync', { next: { ...withPrevious, hostSyncSecretHash: 'new-hs-hash' } }],
+  // #33: an overlap keeps the replaced secret (only the last one); a plain rotation, expire and revoke_all end it.
+  ['rotate_host_sync keeping the previous', withPrevious, 'rotate_host_sync_keep_previous', { next: { ...withPrevious, hostSyncSecretHash: 'new-hs-hash', previousHostSyncSecretHash: 'hs-hash' } }],
+  [
+    'rotate_host_sync keeping the previous replaces an older previous',
+    hostOverlap,
+    'rotate_host_sync_keep_previous',
+    { next: { ...hostOverlap, hostSyncSecretHash: 'new-hs-hash', previousHostSyncSecretHash: 'hs-hash' } },
+  ],
+  ['rotate_host_sync ends an overlap', hostOverlap, 'rotate_host_sync', { next: { ...hostOverlap, hostSyncSecretHash: 'new-hs-hash', previousHostSyncSecretHash: null } }],
+  ['expire_previous_host_sync', hostOverlap, 'expire_previous_host_sync', { next: { ...hostOverlap, previousHostSyncSecretHash: null } }],
+  [
+    'revoke_all ends a host-sync overlap',
+    hostOverlap,
+    'revoke_all',
+    {
+      next: { ...hostOverlap, version: 8, primaryKeyVersion: 4, primarySecret: 'jwt-v4', previousKeyVersion: null, previousSecret: null, hostSyncSecretHash: 'new-hs-hash', previousHostSyncSecretHash: null },
+      event: { kind: 'revoked_all', version: 8, revokedKeyVersions: [3, 2] },
+    },
+  ],
 ];
 
 describe('applyAction', () => {

@@ -1,6 +1,6 @@
 import type { TenantChangeEvent } from './tenant';
 
-export type TenantAction = 'disable' | 'enable' | 'rotate' | 'expire_previous' | 'revoke_all' | 'rotate_host_sync';
+export type TenantAction = 'disable' | 'enable' | 'rotate' | 'expire_previous' | 'revoke_all' | 'rotate_host_sync' | 'rotate_host_sync_keep_previous' | 'expire_previous_host_sync';
 
 /**
  * What the admin rules read and write of a tenant. Secrets are opaque here
@@ -16,6 +16,8 @@ export interface TenantState {
   previousKeyVersion: number | null;
   previousSecret: string | null;
   hostSyncSecretHash: string;
+  /** The replaced host-sync secret's hash, accepted beside the current one until expired. */
+  previousHostSyncSecretHash: string | null;
 }
 
 /** Fresh secrets, made by the caller (crypto stays outside the rules); each called at most once. */
@@ -63,6 +65,7 @@ export function applyAction(state: TenantState, action: TenantAction, fresh: Fre
         {
           ...state,
           hostSyncSecretHash: fresh.hostSyncSecretHash(),
+          previousHostSyncSecretHash: null,
           primaryKeyVersion: keyVersion,
           primarySecret: fresh.jwtSecret(keyVersion),
           previousKeyVersion: null,
@@ -72,9 +75,16 @@ export function applyAction(state: TenantState, action: TenantAction, fresh: Fre
         revoked,
       );
     }
+    // Host-sync changes leave tokens alone, so the state version stays and no consumer is told: the
+    // registry reads the credential from the database at every check, so the change is in force at once.
     case 'rotate_host_sync':
-      // Tokens are unaffected, so the state version stays and nobody is told.
-      return { next: { ...state, hostSyncSecretHash: fresh.hostSyncSecretHash() } };
+      // The old secret dies now (a leak), and so does any previous one.
+      return { next: { ...state, hostSyncSecretHash: fresh.hostSyncSecretHash(), previousHostSyncSecretHash: null } };
+    case 'rotate_host_sync_keep_previous':
+      // The old secret keeps working beside the new one until expire_previous_host_sync (replacing any previous).
+      return { next: { ...state, hostSyncSecretHash: fresh.hostSyncSecretHash(), previousHostSyncSecretHash: state.hostSyncSecretHash } };
+    case 'expire_previous_host_sync':
+      return { next: { ...state, previousHostSyncSecretHash: null } };
   }
 }
 

@@ -10,6 +10,8 @@ export interface Tenant {
   version: number;
   primaryKeyVersion: number;
   previousKeyVersion: number | null;
+  /** A replaced host-sync secret still accepted (rotated with keep_previous, #33). */
+  hasPreviousHostSync: boolean;
   createdAt: Date;
   updatedAt: Date;
   /** Display name (null: none) and labels (#30). */
@@ -23,6 +25,8 @@ export interface TenantView {
   host_sync_client_id: string;
   disabled: boolean;
   has_previous_secret: boolean;
+  /** A replaced host-sync secret is still accepted (rotated with keep_previous) until host_sync/expire_previous. */
+  has_previous_host_sync: boolean;
   created_at: string;
   updated_at: string;
   name: string | null;
@@ -35,6 +39,7 @@ export function toTenantView(t: Tenant): TenantView {
     host_sync_client_id: t.hostSyncClientId,
     disabled: t.disabled,
     has_previous_secret: t.previousKeyVersion !== null,
+    has_previous_host_sync: t.hasPreviousHostSync,
     created_at: t.createdAt.toISOString(),
     updated_at: t.updatedAt.toISOString(),
     name: t.name,
@@ -87,6 +92,8 @@ export interface TenantKeys {
 export interface HostSyncCredential {
   hostSyncClientId: string;
   secretHash: string;
+  /** The replaced secret's hash during an overlap, else null. */
+  previousSecretHash: string | null;
   disabled: boolean;
   tenantId: string;
   /** The primary secret's key version: it changes exactly when the primary does. */

@@ -14,7 +14,7 @@ import { TestSocket } from './support/ws-client';
 // verifier2, realtime2 and the gateway still send the old one. Every hop
 // between services is then driven by a client-visible action, and realtime2
 // is rolled to step 3.
-describe('INTERNAL_TOKEN rotated service by service: every hop works mid-roll, the old value is refused after', () => {
+describe('credentials rotated with no call refused: INTERNAL_TOKEN service by service, a host-sync secret with an overlap (#33)', () => {
   const oldToken = randomBytes(32).toString('base64url');
   const newToken = randomBytes(32).toString('base64url');
   const step1 = { INTERNAL_TOKEN: oldToken, INTERNAL_TOKEN_NEXT: newToken };
@@ -112,6 +112,31 @@ describe('INTERNAL_TOKEN rotated service by service: every hop works mid-roll, t
     });
     expect(host.status).toBe(201);
     expect(await s.next((f) => f.type === 'message' && f.data === 'after step 3')).toMatchObject({ topic: topic('ops') });
+  });
+
+  it('a host-sync credential rotated as OPERATIONS "Rotating a host-sync credential" says: both secrets work until expire-previous-host-sync, then only the new one', async () => {
+    const fetchWith = (secret: string) => fetchSecret(stack.gatewayUrl, tenant.tenant_id, tenant.host_sync_client_id, secret);
+    const hostApi = (secret: string) =>
+      fetch(`${stack.gatewayUrl}/api/host/tenants/${tenant.tenant_id}/channels/ops/presence`, { headers: { authorization: basic(tenant.host_sync_client_id, secret) } });
+    const old = tenant.host_sync_client_secret;
+    const rotated = await stack.admin('rotate-host-sync', tenant.tenant_id, '--keep-previous');
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const view = JSON.parse(rotated.stdout) as { host_sync_client_secret: string; has_previous_host_sync: boolean };
+    expect(view.has_previous_host_sync).toBe(true);
+    const fresh = view.host_sync_client_secret;
+    for (const secret of [old, fresh]) {
+      expect((await fetchWith(secret)).status).toBe(200);
+      expect((await hostApi(secret)).status).toBe(200);
+    }
+    const expired = await stack.admin('expire-previous-host-sync', tenant.tenant_id);
+    expect(expired.code, expired.stderr).toBe(0);
+    const refused = await fetchWith(old);
+    expect(refused.status).toBe(401);
+    expect(await refused.text()).toBe('{"errors":["invalid_host_sync_credentials"]}');
+    expect((await hostApi(old)).status).toBe(401);
+    expect((await fetchWith(fresh)).status).toBe(200);
+    expect((await hostApi(fresh)).status).toBe(200);
+    tenant.host_sync_client_secret = fresh;
   });
 
   it('no token of either value reached a log', () => {
