@@ -14,6 +14,7 @@ import { MAX_LABELS, parseTenantFilter, parseTenantMeta } from '../tenants/tenan
 import { isProblem, parseRevokeRequest, parseUserId } from '../tenants/host-requests';
 import type { UserActionOutcome, UserActions } from '../tenants/user-actions';
 import { ACTIONS, CHANNEL_RULES_PATH, describeAdminCall, USER_ACTIONS, type AdminCall } from './admin-call';
+import { parseAuditFilter } from './audit-query';
 import { decodeAuditCursor, encodeAuditCursor, toAuditView } from './audit-view';
 import { decodeCursor, encodeCursor, parseLimit } from './list-cursor';
 import { requestLog } from './request-log';
@@ -280,10 +281,11 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     .route('/audit')
     .get(named('audit'), async (req, res) => {
       const limit = parseLimit(req.query.limit);
-      const { cursor, tenant_id: tenantId } = req.query;
-      if ((cursor !== undefined && typeof cursor !== 'string') || (tenantId !== undefined && typeof tenantId !== 'string')) throw new RelayError('invalid_query');
-      if (tenantId !== undefined && !isCanonicalUuid(tenantId)) throw new RelayError('invalid_tenant_id');
-      const page = await audit.list(limit, cursor === undefined ? undefined : decodeAuditCursor(cursor), tenantId);
+      const { cursor } = req.query;
+      if (cursor !== undefined && typeof cursor !== 'string') throw new RelayError('invalid_query');
+      const filter = parseAuditFilter(req.query);
+      if (typeof filter === 'string') return answer(req, res, 400, errorBody('invalid_query', { problem: filter }), {}, 'invalid_query');
+      const page = await audit.list(limit, cursor === undefined ? undefined : decodeAuditCursor(cursor), filter);
       await answer(req, res, 200, { entries: page.records.map(toAuditView), next_cursor: page.next === null ? null : encodeAuditCursor(page.next) });
     })
     .all(methodNotAllowed('GET'));
