@@ -26,6 +26,7 @@ import { limitsRoutes } from './admin-limits';
 import { tenantIdParam } from './admin-params';
 import { callbacksRoutes } from './admin-callbacks';
 import type { CallbacksAdmin } from '../tenants/callbacks-admin';
+import type { AdminLive } from './admin-live';
 
 /** Reads the body into `req.body` (a Buffer); past the limit `payload_too_large`, a client gone mid-body `invalid_body`. */
 function rawBodyUpTo(limit: number) {
@@ -54,6 +55,8 @@ export interface AdminRouterDeps {
   limits?: LimitsAdmin | undefined;
   /** Subscribe/publish callbacks (#32); absent, those routes answer 404. */
   callbacks?: CallbacksAdmin | undefined;
+  /** The live view of realtime instances and feed consumers (#31); absent, that route answers 404. */
+  live?: AdminLive | undefined;
   adminTokens: AdminTokens;
   audit: AuditLog;
   metrics: RegistryMetrics;
@@ -276,6 +279,9 @@ export function adminRouter(deps: AdminRouterDeps): Router {
   }
 
   if (deps.callbacks) callbacksRoutes(router, { callbacks: deps.callbacks, answer, notPropagated: notPropagatedWith, named, body: rawBodyUpTo(MAX_META_BODY_BYTES), emptyBody, methodNotAllowed });
+  // What is connected now (#31, the console's Live page).
+  const live = deps.live;
+  if (live) router.route('/live').get(named('live'), async (req, res) => answer(req, res, 200, await live.read())).all(methodNotAllowed('GET'));
 
   router
     .route('/audit')
