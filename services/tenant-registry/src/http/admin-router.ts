@@ -121,7 +121,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
       const limit = parseLimit(req.query.limit);
       const cursor = req.query.cursor;
       if (cursor !== undefined && typeof cursor !== 'string') throw new RelayError('invalid_query');
-      const filter = parseTenantFilter(req.query.label, req.query.q);
+      const filter = parseTenantFilter(req.query.label, req.query.q, req.query.state);
       if (typeof filter === 'string') return answer(req, res, 400, errorBody('invalid_query', { problem: filter }), {}, 'invalid_query');
       const page = await admin.list(limit, cursor === undefined ? undefined : decodeCursor(cursor), filter);
       await answer(req, res, 200, { tenants: page.tenants.map(toTenantView), next_cursor: page.next ? encodeCursor(page.next) : null });
