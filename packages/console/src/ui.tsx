@@ -8,7 +8,7 @@ import { errorCode, problemOf, type Answer } from './api/client';
  * every instance (docs/API.md): it says so and offers the retry, which
  * repeats the call (the API's way to re-propagate).
  */
-export function AnswerView({ answer, onRetry }: { answer: Answer; onRetry?: (() => void) | undefined }) {
+export function AnswerView({ answer, onRetry, what }: { answer: Answer; onRetry?: (() => void) | undefined; what?: string | undefined }) {
   const code = errorCode(answer);
   const problem = problemOf(answer);
   const notPropagated = code === 'change_not_propagated';
@@ -20,8 +20,9 @@ export function AnswerView({ answer, onRetry }: { answer: Answer; onRetry?: (() 
         ? 'The registry could not be reached.'
         : `Refused: ${code ?? 'error'}${problem ? ` — ${problem}` : ''}`;
   return (
-    <div class={`answer ${answer.ok ? 'ok' : notPropagated ? 'warn' : 'bad'}`} role="status" aria-live="polite">
+    <div class={`answer ${answer.ok ? 'ok' : notPropagated ? 'warn' : 'bad'}`} role="status" aria-live="polite" data-what={what}>
       <p>
+        {what && <span class="what">{what}:</span>}
         <strong class="status">{answer.status || '—'}</strong> <span class="meaning">{meaning}</span>
         {notPropagated && onRetry && (
           <button type="button" class="retry" onClick={onRetry}>

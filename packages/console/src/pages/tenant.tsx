@@ -72,7 +72,7 @@ export function TenantPage({ tenantId }: { tenantId: string }) {
   const path = { tenant_id: tenantId };
   const [tenant, setTenant] = useState<Tenant | null>(null);
   const [failure, setFailure] = useState<Answer | null>(null);
-  const [last, setLast] = useState<{ answer: Answer; retry: () => void } | null>(null);
+  const [last, setLast] = useState<{ answer: Answer; retry: () => void; what: string } | null>(null);
   const [secret, setSecret] = useState<TenantWithSecret | null>(null);
   const [deleted, setDeleted] = useState(false);
 
@@ -85,9 +85,10 @@ export function TenantPage({ tenantId }: { tenantId: string }) {
     void load();
   }, [tenantId]);
 
-  const act = async (p: ActionPath) => {
+  const act = async (p: ActionPath, what: string) => {
+    setLast(null);
     const a = await answerOf(api.POST(p, { params: { path } }));
-    setLast({ answer: a, retry: () => void act(p) });
+    setLast({ answer: a, retry: () => void act(p, what), what });
     const view = (a.data ?? (a.body as { tenant?: TenantWithSecret } | undefined)?.tenant) as TenantWithSecret | Tenant | undefined;
     if (view && 'tenant_id' in view) {
       setTenant(view);
@@ -95,8 +96,9 @@ export function TenantPage({ tenantId }: { tenantId: string }) {
     }
   };
   const remove = async () => {
+    setLast(null);
     const a = await answerOf(api.DELETE('/admin/tenants/{tenant_id}', { params: { path, query: {} } }));
-    setLast({ answer: a, retry: () => void remove() });
+    setLast({ answer: a, retry: () => void remove(), what: 'Delete tenant' });
     if (a.ok) setDeleted(true);
   };
 
@@ -149,7 +151,7 @@ export function TenantPage({ tenantId }: { tenantId: string }) {
           <h2>Keys and state</h2>
           <div class="actions">
             {ACTIONS.filter((a) => !a.when || a.when(tenant)).map((a) => (
-              <ConfirmButton id={`action-${a.id}`} label={a.label} title={`${a.label}?`} danger={a.danger} onConfirm={() => void act(a.path)}>
+              <ConfirmButton id={`action-${a.id}`} label={a.label} title={`${a.label}?`} danger={a.danger} onConfirm={() => void act(a.path, a.label)}>
                 <p>{a.what}</p>
               </ConfirmButton>
             ))}
@@ -159,11 +161,11 @@ export function TenantPage({ tenantId }: { tenantId: string }) {
               </p>
             </ConfirmButton>
           </div>
-          {last && <AnswerView answer={last.answer} onRetry={last.retry} />}
+          {last && <AnswerView answer={last.answer} onRetry={last.retry} what={last.what} />}
           {secret && <CredentialOnce clientId={secret.host_sync_client_id} secret={secret.host_sync_client_secret} onDone={() => setSecret(null)} />}
         </section>
       )}
-      {deleted && last && <AnswerView answer={last.answer} />}
+      {deleted && last && <AnswerView answer={last.answer} what={last.what} />}
       {!deleted && <RulesEditor tenantId={tenantId} />}
       {!deleted && <LimitsEditor tenantId={tenantId} />}
     </>
@@ -190,6 +192,7 @@ function RulesEditor({ tenantId }: { tenantId: string }) {
       // Sent as typed: the API's own answer (invalid_body) is what the operator sees.
       doc = undefined;
     }
+    setLast(null);
     const a = await answerOf(
       api.PUT('/admin/tenants/{tenant_id}/channel_rules', {
         params: { path },
@@ -201,6 +204,7 @@ function RulesEditor({ tenantId }: { tenantId: string }) {
     if (a.data) show(a.data.rules, a.data.version);
   };
   const reset = async () => {
+    setLast(null);
     const a = await answerOf(api.DELETE('/admin/tenants/{tenant_id}/channel_rules', { params: { path } }));
     setLast({ answer: a, retry: () => void reset() });
     if (a.data) show(a.data.rules, a.data.version);
@@ -246,6 +250,7 @@ function LimitsEditor({ tenantId }: { tenantId: string }) {
     // Numbers as typed: a value the API refuses comes back with its problem.
     const doc: Record<string, number> = {};
     for (const [k, v] of Object.entries(overrides)) if (v.trim() !== '') doc[k] = Number(v);
+    setLast(null);
     const a = await answerOf(api.PUT('/admin/tenants/{tenant_id}/limits', { params: { path }, body: { plan: plan || null, overrides: doc as LimitsDocument } }));
     setLast({ answer: a, retry: () => void save() });
     if (a.data) show(a.data);
