@@ -1,5 +1,5 @@
 import createClient, { type Middleware } from 'openapi-fetch';
-import type { components, paths } from './openapi';
+import type { components, paths } from './openapi.generated';
 
 /** The admin API's types, generated from docs/openapi.yaml (npm run types -w @service-relay/console). */
 export type Schemas = components['schemas'];

@@ -12,15 +12,15 @@ const RANGES = [
   { id: '90d', label: 'Last 90 days', hours: 90 * 24, granularity: 'day' },
 ] as const;
 
-const SERIES: Array<{ id: string; label: string; color: string; value: (b: Bucket) => number }> = [
+const SERIES: Array<{ id: string; label: string; color: string; value: (b: Bucket) => number; peak?: boolean }> = [
   { id: 'messages', label: 'Messages published', color: '#2563eb', value: (b) => b.published.total },
   { id: 'deliveries', label: 'Deliveries', color: '#059669', value: (b) => b.deliveries },
-  { id: 'connections', label: 'Peak connections', color: '#d97706', value: (b) => b.peak_connections },
+  { id: 'connections', label: 'Peak connections', color: '#d97706', value: (b) => b.peak_connections, peak: true },
   { id: 'refusals', label: 'Refusals', color: '#dc2626', value: (b) => Object.values(b.refusals).reduce((a, n) => a + n, 0) },
 ];
 
 /** One chart: every bucket of the window (empty ones are 0), so a quiet hour shows as one. */
-function Chart({ id, label, color, xs, ys }: { id: string; label: string; color: string; xs: number[]; ys: number[] }) {
+function Chart({ id, label, color, xs, ys, peak }: { id: string; label: string; color: string; xs: number[]; ys: number[]; peak?: boolean | undefined }) {
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const el = box.current;
@@ -45,7 +45,7 @@ function Chart({ id, label, color, xs, ys }: { id: string; label: string; color:
   return (
     <figure class="chart" id={`chart-${id}`} data-points={ys.filter((y) => y > 0).length} data-total={total}>
       <figcaption>
-        {label} <span class="sub">total {Math.round(total * 1000) / 1000}</span>
+        {label} <span class="sub">{peak ? `highest ${Math.max(0, ...ys)}` : `total ${Math.round(total * 1000) / 1000}`}</span>
       </figcaption>
       <div ref={box} />
     </figure>
@@ -127,7 +127,7 @@ export function UsagePage({ tenant }: { tenant: string }) {
         <div class="charts" id="usage-charts">
           {SERIES.map((s) => {
             const ys = series(s.value);
-            return <Chart key={`${s.id}-${tenantId}-${range}`} id={s.id} label={s.label} color={s.color} xs={data.xs} ys={ys} />;
+            return <Chart key={`${s.id}-${tenantId}-${range}`} id={s.id} label={s.label} color={s.color} xs={data.xs} ys={ys} peak={s.peak} />;
           })}
         </div>
       )}

@@ -279,8 +279,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
   }
 
   if (deps.callbacks) callbacksRoutes(router, { callbacks: deps.callbacks, answer, notPropagated: notPropagatedWith, named, body: rawBodyUpTo(MAX_META_BODY_BYTES), emptyBody, methodNotAllowed });
-  // What is connected now (#31, the console's Live page).
-  const live = deps.live;
+  const live = deps.live; // #31, the console's Live page
   if (live) router.route('/live').get(named('live'), async (req, res) => answer(req, res, 200, await live.read())).all(methodNotAllowed('GET'));
 
   router

@@ -2852,7 +2852,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorInvalidQueryOrTenantId"];
+                    "application/json": components["schemas"]["ErrorInvalidQueryOrTenantId"] | components["schemas"]["ErrorProblem"];
                 };
             };
             401: components["responses"]["InvalidAdminToken"];
