@@ -194,6 +194,68 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/host/tenants/{tenant_id}/callbacks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+            };
+            cookie?: never;
+        };
+        /** The tenant's own callbacks (as the admin API's getCallbacks) */
+        get: operations["hostGetCallbacks"];
+        /** Set the tenant's callbacks (as the admin API's setCallbacks; the first set shows the signing secret once) */
+        put: operations["hostSetCallbacks"];
+        post?: never;
+        /** Remove the tenant's callbacks and signing secrets */
+        delete: operations["hostRemoveCallbacks"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/host/tenants/{tenant_id}/callbacks/secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret (shown once); the old one keeps signing beside it until expire_previous */
+        post: operations["hostRotateCallbackSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/host/tenants/{tenant_id}/callbacks/secret/expire_previous": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Requests are signed with the current signing secret only */
+        post: operations["hostExpirePreviousCallbackSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/tenants": {
         parameters: {
             query?: never;
@@ -388,6 +450,77 @@ export interface paths {
         post?: never;
         /** Back to the default rules (every action everywhere, presence on `presence:*`) */
         delete: operations["resetChannelRules"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenant_id}/callbacks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        /** The tenant's subscribe/publish callbacks (#32; `callbacks` null when none); never the signing secret */
+        get: operations["getCallbacks"];
+        /**
+         * Set the tenant's callbacks; the first set shows the signing secret once
+         * @description Before a subscribe (or a publish) on a channel matching one of the
+         *     patterns, realtime POSTs a signed request to `url` and obeys the answer
+         *     (docs/PROTOCOL.md "Callbacks"). `url` is https, or plain http to a
+         *     loopback address (anywhere only with the registry's
+         *     `CALLBACK_ALLOW_HTTP=true`). `200` only once every realtime instance
+         *     uses the new settings (and has forgotten every cached answer of the
+         *     tenant).
+         */
+        put: operations["setCallbacks"];
+        post?: never;
+        /** Remove the tenant's callbacks and signing secrets (no request asks the host any more) */
+        delete: operations["removeCallbacks"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenant_id}/callbacks/secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret (shown once); the old one keeps signing beside it until expire_previous */
+        post: operations["rotateCallbackSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenant_id}/callbacks/secret/expire_previous": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Requests are signed with the current signing secret only */
+        post: operations["expirePreviousCallbackSecret"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -636,6 +769,47 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        CallbackSettings: {
+            /** @description https; plain http only to a loopback address unless the operator sets CALLBACK_ALLOW_HTTP=true */
+            url: string;
+            /** @description channels whose subscribe asks the host first */
+            subscribe?: string[];
+            /** @description channels whose publish asks the host first */
+            publish?: string[];
+            /**
+             * @description no answer within this: the request is refused with callback_unavailable
+             * @default 1000
+             */
+            timeout_ms: number;
+        };
+        CallbacksView: {
+            /** Format: uuid */
+            tenant_id: string;
+            callbacks: null | {
+                url: string;
+                subscribe: string[];
+                publish: string[];
+                timeout_ms: number;
+            };
+            version: number;
+            has_previous_secret: boolean;
+            /** @description shown once: store it to verify requests (Standard Webhooks key) */
+            signing_secret?: string;
+        };
+        CallbacksNotPropagated: {
+            errors: "change_not_propagated"[];
+            callbacks: components["schemas"]["CallbacksView"];
+            pending_consumers?: components["schemas"]["ChangeNotPropagated"]["pending_consumers"];
+        };
+        ErrorInvalidCallbacks: {
+            errors: "invalid_callbacks"[];
+            /** @description what is wrong and what is allowed */
+            problem: string;
+        };
+        ErrorCallbacksNotSet: {
+            errors: "not_found"[];
+            problem: string;
+        };
         LimitsNotPropagated: {
             errors: "change_not_propagated"[];
             limits?: components["schemas"]["TenantLimitsView"];
@@ -656,7 +830,7 @@ export interface components {
          * @description The closed set of codes (packages/core/src/errors.ts); each has one HTTP status.
          * @enum {string}
          */
-        ErrorCode: "invalid_or_missing_token" | "invalid_host_sync_credentials" | "invalid_admin_token" | "invalid_internal_token" | "auth_unavailable" | "tenant_not_found" | "invalid_tenant_id" | "not_found" | "method_not_allowed" | "upgrade_required" | "invalid_channel" | "invalid_body" | "invalid_query" | "invalid_channel_rules" | "invalid_tenant_meta" | "invalid_limits" | "plan_not_found" | "plan_in_use" | "presence_not_enabled" | "payload_too_large" | "headers_too_large" | "bad_request" | "rate_limited" | "forbidden_topic" | "forbidden_channel" | "invalid_topic" | "invalid_frame" | "identity_mismatch" | "too_many_subscriptions" | "too_many_connections" | "upstream_unavailable" | "upstream_timeout" | "unavailable" | "change_not_propagated" | "internal";
+        ErrorCode: "invalid_or_missing_token" | "invalid_host_sync_credentials" | "invalid_admin_token" | "invalid_internal_token" | "auth_unavailable" | "tenant_not_found" | "invalid_tenant_id" | "not_found" | "method_not_allowed" | "upgrade_required" | "invalid_channel" | "invalid_body" | "invalid_query" | "invalid_channel_rules" | "invalid_tenant_meta" | "invalid_limits" | "invalid_callbacks" | "plan_not_found" | "plan_in_use" | "presence_not_enabled" | "payload_too_large" | "headers_too_large" | "bad_request" | "rate_limited" | "forbidden_topic" | "forbidden_channel" | "callback_unavailable" | "invalid_topic" | "invalid_frame" | "identity_mismatch" | "too_many_subscriptions" | "too_many_connections" | "upstream_unavailable" | "upstream_timeout" | "unavailable" | "change_not_propagated" | "internal";
         Error: {
             errors: components["schemas"]["ErrorCode"][];
         };
@@ -1049,6 +1223,72 @@ export interface components {
                 "application/json": components["schemas"]["ErrorTenantNotFound"] | components["schemas"]["ErrorPlanNotFound"];
             };
         };
+        /** @description The tenant's callbacks (`callbacks` null: none), `version` (0 = never set), `has_previous_secret`, and `signing_secret` only in the answer that made one (the first set, a rotation). */
+        Callbacks: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["CacheControlNoStore"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CallbacksView"];
+            };
+        };
+        /** @description `invalid_callbacks` with `problem`: a URL that is not https (plain http only to loopback unless `CALLBACK_ALLOW_HTTP`), carries credentials or a fragment; a pattern that is not a channel name optionally ending in `*` (or `*` alone); no pattern at all; `timeout_ms` outside 50..10000; an unknown field. `invalid_tenant_id`, `invalid_body` (not JSON) as elsewhere. */
+        InvalidCallbacks: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["CacheControlNoStore"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorInvalidTenantIdOrBody"] | components["schemas"]["ErrorInvalidCallbacks"];
+            };
+        };
+        /** @description `invalid_callbacks` (as the admin API), or `invalid_body` with a `problem` (not JSON, or a body where none is taken). */
+        HostCallbacksInvalid: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["CacheControlNoStore"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorProblemInvalidBody"] | components["schemas"]["ErrorInvalidCallbacks"];
+            };
+        };
+        /** @description `not_found` with `problem`: the tenant has no callbacks, so there is no secret to rotate or expire. */
+        CallbacksNotSet: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["CacheControlNoStore"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorCallbacksNotSet"];
+            };
+        };
+        /** @description `tenant_not_found`, or `not_found` with `problem` when the tenant has no callbacks. */
+        TenantOrCallbacksNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["CacheControlNoStore"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorTenantNotFound"] | components["schemas"]["ErrorCallbacksNotSet"];
+            };
+        };
+        /** @description `change_not_propagated` (with `Retry-After: 1`): committed (the body has it under `callbacks`, with a new `signing_secret` if the call made one) but not confirmed in force everywhere; repeat the call to confirm. `unavailable`: PostgreSQL could not be reached; nothing changed. */
+        CallbacksNotPropagatedOrUnavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["CacheControlNoStore"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CallbacksNotPropagated"] | components["schemas"]["ErrorUnavailable"];
+            };
+        };
         /** @description `change_not_propagated` (with `Retry-After: 1`): committed (the body has it under `limits` or `plan`) but not confirmed in force everywhere; repeat the call to confirm. `unavailable`: PostgreSQL could not be reached; nothing changed. */
         LimitsNotPropagatedOrUnavailable: {
             headers: {
@@ -1238,7 +1478,11 @@ export interface components {
             };
         };
         /**
-         * @description `auth_unavailable`: the verifier could not answer. `unavailable`:
+         * @description `auth_unavailable`: the verifier could not answer.
+         *     `callback_unavailable` (a publish on a channel the tenant's callbacks
+         *     name): the host did not answer within the tenant's timeout, or
+         *     answered with an error or something unreadable; never an allow.
+         *     `unavailable`:
          *     realtime cannot take publishes or read history now (its message store
          *     or tenant feed is down), or the gateway is at a connection cap
          *     (`MAX_CONNECTIONS`, default 19000, or `MAX_CONNECTIONS_PER_ADDRESS`,
@@ -1965,6 +2209,123 @@ export interface operations {
             504: components["responses"]["UpstreamTimeout"];
         };
     };
+    hostGetCallbacks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Callbacks"];
+            400: components["responses"]["HostCallbacksInvalid"];
+            401: components["responses"]["InvalidHostSyncCredentials"];
+            429: components["responses"]["HostRateLimited"];
+            500: components["responses"]["Internal"];
+            502: components["responses"]["UpstreamUnavailable"];
+            503: components["responses"]["CallbacksNotPropagatedOrUnavailable"];
+            504: components["responses"]["UpstreamTimeout"];
+        };
+    };
+    hostSetCallbacks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CallbackSettings"];
+            };
+        };
+        responses: {
+            200: components["responses"]["Callbacks"];
+            400: components["responses"]["HostCallbacksInvalid"];
+            401: components["responses"]["InvalidHostSyncCredentials"];
+            413: components["responses"]["HostPayloadTooLarge"];
+            429: components["responses"]["HostRateLimited"];
+            500: components["responses"]["Internal"];
+            502: components["responses"]["UpstreamUnavailable"];
+            503: components["responses"]["CallbacksNotPropagatedOrUnavailable"];
+            504: components["responses"]["UpstreamTimeout"];
+        };
+    };
+    hostRemoveCallbacks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["Empty"];
+        responses: {
+            200: components["responses"]["Callbacks"];
+            400: components["responses"]["HostCallbacksInvalid"];
+            401: components["responses"]["InvalidHostSyncCredentials"];
+            429: components["responses"]["HostRateLimited"];
+            500: components["responses"]["Internal"];
+            502: components["responses"]["UpstreamUnavailable"];
+            503: components["responses"]["CallbacksNotPropagatedOrUnavailable"];
+            504: components["responses"]["UpstreamTimeout"];
+        };
+    };
+    hostRotateCallbackSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["Empty"];
+        responses: {
+            200: components["responses"]["Callbacks"];
+            400: components["responses"]["HostCallbacksInvalid"];
+            401: components["responses"]["InvalidHostSyncCredentials"];
+            404: components["responses"]["CallbacksNotSet"];
+            429: components["responses"]["HostRateLimited"];
+            500: components["responses"]["Internal"];
+            502: components["responses"]["UpstreamUnavailable"];
+            503: components["responses"]["CallbacksNotPropagatedOrUnavailable"];
+            504: components["responses"]["UpstreamTimeout"];
+        };
+    };
+    hostExpirePreviousCallbackSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["Empty"];
+        responses: {
+            200: components["responses"]["Callbacks"];
+            400: components["responses"]["HostCallbacksInvalid"];
+            401: components["responses"]["InvalidHostSyncCredentials"];
+            404: components["responses"]["CallbacksNotSet"];
+            429: components["responses"]["HostRateLimited"];
+            500: components["responses"]["Internal"];
+            502: components["responses"]["UpstreamUnavailable"];
+            503: components["responses"]["CallbacksNotPropagatedOrUnavailable"];
+            504: components["responses"]["UpstreamTimeout"];
+        };
+    };
     listTenants: {
         parameters: {
             query?: {
@@ -2396,6 +2757,114 @@ export interface operations {
             413: components["responses"]["AdminPayloadTooLarge"];
             500: components["responses"]["AdminInternal"];
             503: components["responses"]["ChannelRulesNotPropagatedOrUnavailable"];
+        };
+    };
+    getCallbacks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Callbacks"];
+            400: components["responses"]["InvalidTenantId"];
+            401: components["responses"]["InvalidAdminToken"];
+            404: components["responses"]["TenantNotFound"];
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    setCallbacks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CallbackSettings"];
+            };
+        };
+        responses: {
+            200: components["responses"]["Callbacks"];
+            400: components["responses"]["InvalidCallbacks"];
+            401: components["responses"]["InvalidAdminToken"];
+            404: components["responses"]["TenantNotFound"];
+            413: components["responses"]["AdminPayloadTooLarge"];
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["CallbacksNotPropagatedOrUnavailable"];
+        };
+    };
+    removeCallbacks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["Empty"];
+        responses: {
+            200: components["responses"]["Callbacks"];
+            400: components["responses"]["AdminInvalidTenantIdOrBody"];
+            401: components["responses"]["InvalidAdminToken"];
+            404: components["responses"]["TenantNotFound"];
+            413: components["responses"]["AdminPayloadTooLarge"];
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["CallbacksNotPropagatedOrUnavailable"];
+        };
+    };
+    rotateCallbackSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["Empty"];
+        responses: {
+            200: components["responses"]["Callbacks"];
+            400: components["responses"]["AdminInvalidTenantIdOrBody"];
+            401: components["responses"]["InvalidAdminToken"];
+            404: components["responses"]["TenantOrCallbacksNotFound"];
+            413: components["responses"]["AdminPayloadTooLarge"];
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["CallbacksNotPropagatedOrUnavailable"];
+        };
+    };
+    expirePreviousCallbackSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["Empty"];
+        responses: {
+            200: components["responses"]["Callbacks"];
+            400: components["responses"]["AdminInvalidTenantIdOrBody"];
+            401: components["responses"]["InvalidAdminToken"];
+            404: components["responses"]["TenantOrCallbacksNotFound"];
+            413: components["responses"]["AdminPayloadTooLarge"];
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["CallbacksNotPropagatedOrUnavailable"];
         };
     };
     adminRevokeUserTokens: {
