@@ -136,3 +136,19 @@ export function shortId(id: string): string {
 export function time(iso: string): string {
   return new Date(iso).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
 }
+
+/** Cursor paging: back (to the previous page, or to the first with `backToFirst`), the page number, forward. */
+export function Pager({ cursors, next, onChange, labels }: { cursors: Array<string | undefined>; next: string | null; onChange: (c: Array<string | undefined>) => void; labels: [string, string] }) {
+  const backToFirst = labels[0] === 'Newest';
+  return (
+    <div class="pager">
+      <button type="button" disabled={cursors.length === 1} onClick={() => onChange(backToFirst ? [undefined] : cursors.slice(0, -1))}>
+        {labels[0]}
+      </button>
+      <span>Page {cursors.length}</span>
+      <button type="button" disabled={!next} onClick={() => next && onChange([...cursors, next])}>
+        {labels[1]}
+      </button>
+    </div>
+  );
+}

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { answerOf, api, type Answer, type AuditEntry } from '../api/client';
-import { AnswerView, shortId, Table, time } from '../ui';
+import { AnswerView, Pager, shortId, Table, time } from '../ui';
 
 interface Filter {
   tenant: string;
@@ -125,15 +125,7 @@ export function AuditPage({ tenant }: { tenant: string }) {
               ))}
             </tbody>
           </Table>
-          <div class="pager">
-            <button type="button" disabled={cursors.length === 1} onClick={() => setCursors([undefined])}>
-              Newest
-            </button>
-            <span>Page {cursors.length}</span>
-            <button type="button" disabled={!page.next} onClick={() => page.next && setCursors([...cursors, page.next])}>
-              Older
-            </button>
-          </div>
+          <Pager cursors={cursors} next={page.next} onChange={setCursors} labels={['Newest', 'Older']} />
         </>
       )}
     </>

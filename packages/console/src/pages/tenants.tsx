@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { answerOf, api, type Answer, type Tenant, type TenantWithSecret } from '../api/client';
-import { AnswerView, CredentialOnce, shortId, Table } from '../ui';
+import { AnswerView, CredentialOnce, Pager, shortId, Table } from '../ui';
 
 const PAGE = 20;
 
@@ -196,15 +196,7 @@ export function TenantsPage() {
               ))}
             </tbody>
           </Table>
-          <div class="pager">
-            <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>
-              Previous
-            </button>
-            <span>Page {cursors.length}</span>
-            <button type="button" disabled={!page.next} onClick={() => page.next && setCursors([...cursors, page.next])}>
-              Next
-            </button>
-          </div>
+          <Pager cursors={cursors} next={page.next} onChange={setCursors} labels={['Previous', 'Next']} />
         </>
       )}
     </>
