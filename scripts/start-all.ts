@@ -92,6 +92,7 @@ async function main(): Promise<Running> {
         `  realtime         ws://${at(c.realtime.host, rt.port)}/ws         behind the gateway (its WebSocket also answers directly)`,
         `  tenant-registry  http://${at(c.registry.httpHost, reg.httpPort)}          admin API; gRPC key API on ${at(c.registry.grpcHost, reg.grpcPort)}`,
         `  auth-verifier    grpc ${at(c.verifier.grpcHost, ver.grpcPort)}          health and metrics on http://${at(c.verifier.httpHost, ver.httpPort)}`,
+        ...(c.registry.consoleDir ? [`  console          http://${at(c.registry.httpHost, reg.httpPort)}/console/  operator console (sign in with the admin token)`] : []),
         `  admin token      ADMIN_TOKEN ${secretsNote}`,
         '',
         'Next: npm run admin -- create-tenant     (Ctrl-C stops everything)',

@@ -166,6 +166,15 @@ describe('docs/openapi.yaml against the running services', () => {
     expect(errors(await call('GET', '/admin/audit', { headers: admin(), query: { limit: '1000' } }))).toEqual(['invalid_query']);
     expect(errors(await call('GET', '/admin/audit', { headers: admin(), query: { cursor: '!' } }))).toEqual(['invalid_query']);
     expect((await call('GET', '/admin/audit')).status).toBe(401);
+    expect((await call('GET', '/admin/audit', { headers: admin(), query: { action: 'revoke_all', outcome: 'ok', since: '2020-01-01T00:00:00Z' } })).status).toBe(200);
+    expect(errors(await call('GET', '/admin/audit', { headers: admin(), query: { outcome: 'maybe' } }))).toEqual(['invalid_query']);
+    expect((await call('GET', '/admin/tenants', { headers: admin(), query: { state: 'disabled' } })).status).toBe(200);
+
+    // The console's Live page: the registry's REALTIME_URL (one instance here) and every feed consumer.
+    const live = await call('GET', '/admin/live', { headers: admin() });
+    expect(live.status).toBe(200);
+    expect((live.body as { instances: unknown[] }).instances).toHaveLength(1);
+    expect((await call('GET', '/admin/live')).status).toBe(401);
 
     // Outside the operations: another method, an unknown path.
     const wrongMethod = await contract.callExpecting(stack.registryUrl, 'DELETE', '/admin/tenants', 'MethodNotAllowed', { headers: admin() });

@@ -16,6 +16,7 @@ import { CallbackDecider } from './callbacks/callback-decider';
 import { CallbackSettingsCache, type CallbacksSource } from './callbacks/callback-settings-cache';
 import { RegistryUsageClient } from '@service-relay/grpc';
 import { createRestHandler } from './http/rest-api';
+import { createLiveHandler, LIVE_PATH } from './http/live-api';
 import { createServerApiHandler, SERVER_API_PREFIX, type PresenceLister } from './http/server-api';
 import { createTenantConnections } from './limits/create-tenant-connections';
 import { createTenantPublishRate } from './limits/create-tenant-publish-rate';
@@ -220,6 +221,16 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   const rest = traceRequests(tracing, createRestHandler({ acceptedInternalTokens: config.acceptedInternalTokens, messages, metrics, logger, acceptingPublishes, channelRules: channelRules.lookup, presence, limits, tenantPublishes, refusals, usage: usage?.meter, ...(callbacks && { callbacks }) }));
   // The host server API's realtime side (#13), called by the registry only.
   const serverApi = createServerApiHandler({ acceptedInternalTokens: config.acceptedInternalTokens, messages, metrics, logger, acceptingPublishes, presence: deps.presence ?? presence.list, limits, tenantPublishes, refusals, usage: usage?.meter });
+  // The registry's read of this instance for the operator console's Live page (GET /admin/live).
+  const live = createLiveHandler({
+    acceptedInternalTokens: config.acceptedInternalTokens,
+    instanceId: (feed as Partial<{ consumerId: string }>).consumerId ?? `realtime-${process.pid}`,
+    feedCurrent: () => feed.isCurrent(),
+    registry,
+    hub,
+    presenceCount: async (ref) => (await presence.list(ref)).length,
+    logger,
+  });
   const readiness = {
     verifier: () => verifier.ready(),
     messages: () => messages.ready(),
@@ -235,6 +246,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       return;
     }
     if ((req.url ?? '').startsWith(SERVER_API_PREFIX)) return serverApi(req, res);
+    if ((req.url ?? '').split('?', 1)[0] === LIVE_PATH) return live(req, res);
     rest(req, res);
   });
   // WebSockets keep their socket, so they count toward the caps for as long as they are open.

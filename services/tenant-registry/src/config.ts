@@ -1,4 +1,5 @@
 import { resolve, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type RedisSettings } from '@service-relay/core';
 import { bearerToken, readConnectionLimits, type ConnectionLimits } from '@service-relay/edge';
 
@@ -64,7 +65,16 @@ export interface RegistryConfig {
    * explain_token (the verifier alone judges tokens). Called only then.
    */
   verifierAddr: string;
+  /**
+   * CONSOLE_DIR: the operator console's built files (#31), served at
+   * /console/ on this HTTP listener; default packages/console/dist of this
+   * checkout (built by npm ci). `CONSOLE=false` serves none.
+   */
+  consoleDir: string | undefined;
 }
+
+/** packages/console/dist beside this service in the repository. */
+const DEFAULT_CONSOLE_DIR = fileURLToPath(new URL('../../../packages/console/dist', import.meta.url));
 
 export interface LoadConfigOptions {
   /** True when this service runs in its own process (then REDIS_URL is required). */
@@ -109,6 +119,7 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     auditUnauthenticatedPerMinute: r.int('AUDIT_UNAUTHENTICATED_PER_MINUTE', 10, 0, 1000),
     realtimeUrls: r.urlList('REALTIME_URL', `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`),
     connectionLimits: Object.freeze(readConnectionLimits(r)),
+    consoleDir: r.bool('CONSOLE', true) ? resolve(r.string('CONSOLE_DIR', DEFAULT_CONSOLE_DIR)) : undefined,
     verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),
   });
 }

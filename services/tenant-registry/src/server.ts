@@ -20,6 +20,8 @@ import { AdminUsage } from './http/admin-usage';
 import { UsageStore } from './store/usage-store';
 import { AddressFailureLimit } from './http/address-failure-limit';
 import { createApp } from './http/create-app';
+import { AdminLive } from './http/admin-live';
+import { readConsoleFiles } from './http/console-files';
 import { createRegistryMetrics } from './metrics';
 import { FeedStore } from './store/feed-store';
 import { TenantStore } from './store/tenant-store';
@@ -178,7 +180,11 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         const realtime = new RealtimeClient({ baseUrls: config.realtimeUrls, internalToken: config.internalToken, timeoutMs: REALTIME_TIMEOUT_MS });
         explainer = createTokenExplainer({ address: config.verifierAddr, internalToken: config.internalToken, deadlineMs: EXPLAIN_TIMEOUT_MS });
         const usage = new UsageStore(db, deps.clock ?? systemClock);
+        const files = config.consoleDir === undefined ? undefined : readConsoleFiles(config.consoleDir);
+        if (config.consoleDir !== undefined && !files) logger.warn({ console_dir: config.consoleDir }, 'operator console not built: /console/ answers 404 (npm run build -w @service-relay/console)');
         const app = createApp({
+          consoleFiles: files,
+          live: new AdminLive(store.feed, realtime),
           usage: new AdminUsage(usage, admin, () => (deps.clock ?? systemClock).now()),
           explainer,
           hostFetch: { limiter, fromGateway: internalCaller(config.acceptedInternalTokens), addresses },

@@ -15,6 +15,7 @@ export interface FanOutObserver {
 const ALWAYS = () => true;
 
 interface TopicEntry {
+  ref: ChannelRef;
   subscribers: Set<TopicSubscriber>;
   live: Promise<void>;
   stop: (() => void) | undefined;
@@ -43,7 +44,7 @@ export class TopicHub {
   async join(topic: string, ref: ChannelRef, subscriber: TopicSubscriber): Promise<void> {
     let entry = this.topics.get(topic);
     if (!entry) {
-      const created: TopicEntry = { subscribers: new Set(), live: Promise.resolve(), stop: undefined };
+      const created: TopicEntry = { ref, subscribers: new Set(), live: Promise.resolve(), stop: undefined };
       created.live = this.bus.subscribe(ref, (m) => this.fanOut(topic, created, m)).then(
         (stop) => {
           created.stop = stop;
@@ -77,6 +78,14 @@ export class TopicHub {
   /** Topics with at least one local subscriber. */
   get size(): number {
     return this.topics.size;
+  }
+
+  /** The `n` topics with the most local subscribers, most first (the operator console's Live page). */
+  busiest(n: number): Array<{ ref: ChannelRef; subscribers: number }> {
+    return [...this.topics.values()]
+      .map((e) => ({ ref: e.ref, subscribers: e.subscribers.size }))
+      .sort((a, b) => b.subscribers - a.subscribers || a.ref.tenantId.localeCompare(b.ref.tenantId) || a.ref.channel.localeCompare(b.ref.channel))
+      .slice(0, n);
   }
 
   private fanOut(topic: string, entry: TopicEntry, message: Message): void {

@@ -66,6 +66,11 @@ export class ConnectionRegistry {
     return this.count;
   }
 
+  /** Open connections per tenant, most first. */
+  perTenant(): Array<{ tenantId: string; connections: number }> {
+    return [...this.byTenant].map(([tenantId, set]) => ({ tenantId, connections: set.size })).sort((a, b) => b.connections - a.connections || a.tenantId.localeCompare(b.tenantId));
+  }
+
   /** A verdict no older than any change of its tenant applied here; rejects like verify() (and when it cannot get one). */
   verifyFresh(token: string, kind: CheckKind = 'admission'): Promise<VerifyResult> {
     return verifyFresh(this.verifier, this.positions, token, kind);

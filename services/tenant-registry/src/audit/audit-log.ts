@@ -1,6 +1,6 @@
 import { systemClock, type Clock, type Logger } from '@service-relay/core';
 import { UNAUTHENTICATED } from './admin-tokens';
-import type { AuditEntry, AuditPage, AuditStore } from './audit-store';
+import type { AuditEntry, AuditFilter, AuditPage, AuditStore } from './audit-store';
 import { FailureSampler } from './failure-sampler';
 
 export type AuditWriteResult = 'written' | 'failed' | 'suppressed';
@@ -75,9 +75,9 @@ export class AuditLog {
   }
 
   /** Newest first; waits for this instance's writes still in flight, so a caller reads its own calls. */
-  async list(limit: number, beforeId?: number, tenantId?: string): Promise<AuditPage> {
+  async list(limit: number, beforeId?: number, filter?: AuditFilter): Promise<AuditPage> {
     await Promise.all([...this.inFlight]);
-    return this.store.list(limit, beforeId, tenantId);
+    return this.store.list(limit, beforeId, filter);
   }
 
   prune(keepMs: number): Promise<number> {

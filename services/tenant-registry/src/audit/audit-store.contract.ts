@@ -45,10 +45,24 @@ export function auditStoreContract(driver: string, open: () => Promise<{ db: Db;
       const rest = await store.list(10, first.next!);
       expect(rest.records.map((r) => r.requestId)).toEqual(['req-5', 'req-4', 'req-3', 'req-2', 'req-1']);
       expect(rest.next).toBeNull();
-      expect((await store.list(5, undefined, A)).records.map((r) => r.requestId)).toEqual(['req-7', 'req-5', 'req-1']);
-      const b = await store.list(1, undefined, B);
+      expect((await store.list(5, undefined, { tenantId: A })).records.map((r) => r.requestId)).toEqual(['req-7', 'req-5', 'req-1']);
+      const b = await store.list(1, undefined, { tenantId: B });
       expect(b.records.map((r) => r.requestId)).toEqual(['req-4']);
-      expect((await store.list(1, b.next!, B)).records.map((r) => r.requestId)).toEqual(['req-2']);
+      expect((await store.list(1, b.next!, { tenantId: B })).records.map((r) => r.requestId)).toEqual(['req-2']);
+    });
+
+    it('filters by actions, outcome and time, newest first, paging within the filter', async () => {
+      expect((await store.list(10, undefined, { outcome: 'refused' })).records.map((r) => r.requestId)).toEqual(['req-8']);
+      expect((await store.list(10, undefined, { outcome: 'failed' })).records).toEqual([]);
+      expect((await store.list(10, undefined, { actions: ['disable'], outcome: 'ok', tenantId: A })).records.map((r) => r.requestId)).toEqual(['req-7', 'req-5', 'req-1']);
+      expect((await store.list(10, undefined, { actions: ['rotate', 'enable'] })).records).toEqual([]);
+      // Row i answered at 2030-01-01T00:00:0i (the database's clock is microseconds; these are exact).
+      await db.query(`UPDATE admin_audit_log SET at = timestamptz '2030-01-01T00:00:00Z' + substring(request_id from 5)::int * interval '1 second'`);
+      const since = await store.list(1, undefined, { since: new Date('2030-01-01T00:00:07Z') });
+      expect(since.records.map((r) => r.requestId)).toEqual(['req-8']);
+      expect((await store.list(1, since.next!, { since: new Date('2030-01-01T00:00:07Z') })).records.map((r) => r.requestId)).toEqual(['req-7']);
+      expect((await store.list(100, undefined, { until: new Date('2030-01-01T00:00:03Z') })).records.map((r) => r.requestId)).toEqual(['req-2', 'req-1']);
+      expect((await store.list(100, undefined, { since: new Date('2030-01-01T00:00:09Z') })).records).toEqual([]);
     });
 
     it('prunes rows older than the retention on the database clock, and nothing newer', async () => {

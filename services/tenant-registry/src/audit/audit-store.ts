@@ -22,6 +22,22 @@ export interface AuditRecord extends AuditEntry {
   at: Date;
 }
 
+/** Which rows a listing returns (every given part must match). */
+export interface AuditFilter {
+  tenantId?: string | undefined;
+  /** Any of these actions. */
+  actions?: readonly string[] | undefined;
+  /** `ok` (status below 400), `refused` (4xx) or `failed` (5xx). */
+  outcome?: AuditOutcome | undefined;
+  /** Answered at or after `since`, before `until`. */
+  since?: Date | undefined;
+  until?: Date | undefined;
+}
+
+export const AUDIT_OUTCOMES = ['ok', 'refused', 'failed'] as const;
+export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];
+const OUTCOME_SQL: Record<AuditOutcome, string> = { ok: 'status < 400', refused: 'status >= 400 AND status < 500', failed: 'status >= 500' };
+
 export interface AuditPage {
   records: AuditRecord[];
   /** The id to continue below, or null when this was the oldest. */
@@ -42,18 +58,20 @@ export class AuditStore {
     );
   }
 
-  /** Newest first (by id, the order rows were written), below `beforeId`, of one tenant or all. */
-  async list(limit: number, beforeId?: number, tenantId?: string): Promise<AuditPage> {
+  /** Newest first (by id, the order rows were written), below `beforeId`, of the rows the filter matches. */
+  async list(limit: number, beforeId?: number, filter: AuditFilter = {}): Promise<AuditPage> {
     const where: string[] = [];
     const params: unknown[] = [limit + 1];
-    if (beforeId !== undefined) {
-      params.push(beforeId);
-      where.push(`id < $${params.length}`);
-    }
-    if (tenantId !== undefined) {
-      params.push(tenantId);
-      where.push(`tenant_id = $${params.length}::uuid`);
-    }
+    const add = (sql: (n: number) => string, value: unknown) => {
+      params.push(value);
+      where.push(sql(params.length));
+    };
+    if (beforeId !== undefined) add((n) => `id < $${n}`, beforeId);
+    if (filter.tenantId !== undefined) add((n) => `tenant_id = $${n}::uuid`, filter.tenantId);
+    if (filter.actions !== undefined && filter.actions.length > 0) add((n) => `action = ANY($${n}::text[])`, [...filter.actions]);
+    if (filter.since !== undefined) add((n) => `at >= $${n}::timestamptz`, filter.since.toISOString());
+    if (filter.until !== undefined) add((n) => `at < $${n}::timestamptz`, filter.until.toISOString());
+    if (filter.outcome !== undefined) where.push(OUTCOME_SQL[filter.outcome]);
     const rows = await this.db.query<Record<string, unknown>>(
       `SELECT ${COLUMNS} FROM admin_audit_log ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $1`,
       params,

@@ -133,6 +133,34 @@ describe('admin audit log', () => {
     for (let i = 1; i < all.length; i++) expect(all[i - 1]!.at >= all[i]!.at).toBe(true);
   });
 
+  it('filters by action, outcome and time (the console audit page), and says what is wrong with a bad filter', async () => {
+    const t = await create(reg);
+    const id = t.tenant_id!;
+    const since = new Date(Date.now() - 1000).toISOString();
+    expect((await reg.admin('POST', `/admin/tenants/${id}/disable`)).status).toBe(200);
+    expect((await reg.admin('POST', `/admin/tenants/${id}/jwt_secret/rotate`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+    const q = `?tenant_id=${id}&since=${encodeURIComponent(since)}`;
+    expect((await auditPage(reg, `${q}&action=disable&action=rotate`)).entries.map((e) => [e.action, e.status])).toEqual([['rotate', 401], ['disable', 200]]);
+    expect((await auditPage(reg, `${q}&outcome=ok`)).entries.map((e) => e.action)).toEqual(['disable', 'create']);
+    expect((await auditPage(reg, `${q}&outcome=refused`)).entries.map((e) => e.action)).toEqual(['rotate']);
+    expect((await auditPage(reg, `${q}&outcome=failed`)).entries).toEqual([]);
+    expect((await auditPage(reg, `?tenant_id=${id}&until=${encodeURIComponent(since)}`)).entries).toEqual([]);
+    const problems: Array<[string, RegExp]> = [
+      ['outcome=bad', /outcome is one of ok, refused, failed/],
+      ['action=Disable', /action is an audit action name/],
+      ['since=yesterday', /since is an RFC 3339 timestamp/],
+      ['since=2030-01-02T00:00:00Z&until=2030-01-01T00:00:00Z', /since must be before until/],
+      ['tenant=x', /unknown query parameter tenant/],
+    ];
+    for (const [query, problem] of problems) {
+      const res = await reg.admin('GET', `/admin/audit?${query}`);
+      expect(res.status, query).toBe(400);
+      const body = (await res.json()) as { errors: string[]; problem: string };
+      expect(body.errors).toEqual(['invalid_query']);
+      expect(body.problem).toMatch(problem);
+    }
+  });
+
   it('refuses a bad query like the other admin lists, and a wrong method with 405', async () => {
     const cases: Array<[string, string]> = [
       ['limit=0', 'invalid_query'],

@@ -14,6 +14,7 @@ import { MAX_LABELS, parseTenantFilter, parseTenantMeta } from '../tenants/tenan
 import { isProblem, parseRevokeRequest, parseUserId } from '../tenants/host-requests';
 import type { UserActionOutcome, UserActions } from '../tenants/user-actions';
 import { ACTIONS, CHANNEL_RULES_PATH, describeAdminCall, USER_ACTIONS, type AdminCall } from './admin-call';
+import { parseAuditFilter } from './audit-query';
 import { decodeAuditCursor, encodeAuditCursor, toAuditView } from './audit-view';
 import { decodeCursor, encodeCursor, parseLimit } from './list-cursor';
 import { requestLog } from './request-log';
@@ -25,6 +26,7 @@ import { limitsRoutes } from './admin-limits';
 import { parseFlag, tenantIdParam } from './admin-params';
 import { callbacksRoutes } from './admin-callbacks';
 import type { CallbacksAdmin } from '../tenants/callbacks-admin';
+import type { AdminLive } from './admin-live';
 
 /** Reads the body into `req.body` (a Buffer); past the limit `payload_too_large`, a client gone mid-body `invalid_body`. */
 function rawBodyUpTo(limit: number) {
@@ -53,6 +55,8 @@ export interface AdminRouterDeps {
   limits?: LimitsAdmin | undefined;
   /** Subscribe/publish callbacks (#32); absent, those routes answer 404. */
   callbacks?: CallbacksAdmin | undefined;
+  /** The live view of realtime instances and feed consumers (#31); absent, that route answers 404. */
+  live?: AdminLive | undefined;
   adminTokens: AdminTokens;
   audit: AuditLog;
   metrics: RegistryMetrics;
@@ -117,7 +121,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
       const limit = parseLimit(req.query.limit);
       const cursor = req.query.cursor;
       if (cursor !== undefined && typeof cursor !== 'string') throw new RelayError('invalid_query');
-      const filter = parseTenantFilter(req.query.label, req.query.q);
+      const filter = parseTenantFilter(req.query.label, req.query.q, req.query.state);
       if (typeof filter === 'string') return answer(req, res, 400, errorBody('invalid_query', { problem: filter }), {}, 'invalid_query');
       const page = await admin.list(limit, cursor === undefined ? undefined : decodeCursor(cursor), filter);
       await answer(req, res, 200, { tenants: page.tenants.map(toTenantView), next_cursor: page.next ? encodeCursor(page.next) : null });
@@ -281,15 +285,18 @@ export function adminRouter(deps: AdminRouterDeps): Router {
   }
 
   if (deps.callbacks) callbacksRoutes(router, { callbacks: deps.callbacks, answer, notPropagated: notPropagatedWith, named, body: rawBodyUpTo(MAX_META_BODY_BYTES), emptyBody, methodNotAllowed });
+  const live = deps.live; // #31, the console's Live page
+  if (live) router.route('/live').get(named('live'), async (req, res) => answer(req, res, 200, await live.read())).all(methodNotAllowed('GET'));
 
   router
     .route('/audit')
     .get(named('audit'), async (req, res) => {
       const limit = parseLimit(req.query.limit);
-      const { cursor, tenant_id: tenantId } = req.query;
-      if ((cursor !== undefined && typeof cursor !== 'string') || (tenantId !== undefined && typeof tenantId !== 'string')) throw new RelayError('invalid_query');
-      if (tenantId !== undefined && !isCanonicalUuid(tenantId)) throw new RelayError('invalid_tenant_id');
-      const page = await audit.list(limit, cursor === undefined ? undefined : decodeAuditCursor(cursor), tenantId);
+      const { cursor } = req.query;
+      if (cursor !== undefined && typeof cursor !== 'string') throw new RelayError('invalid_query');
+      const filter = parseAuditFilter(req.query);
+      if (typeof filter === 'string') return answer(req, res, 400, errorBody('invalid_query', { problem: filter }), {}, 'invalid_query');
+      const page = await audit.list(limit, cursor === undefined ? undefined : decodeAuditCursor(cursor), filter);
       await answer(req, res, 200, { entries: page.records.map(toAuditView), next_cursor: page.next === null ? null : encodeAuditCursor(page.next) });
     })
     .all(methodNotAllowed('GET'));

@@ -96,6 +96,11 @@ export function tenantMetaApiContract(driver: string, env: () => Promise<{ env: 
       expect(ids(await list(`label=run%3D${run}&q=${encodeURIComponent('x_')}&limit=100`))).toEqual([made[2]!.tenant_id]);
       expect(ids(await list(`label=run%3D${run}&q=e_&limit=100`))).toEqual([]);
       expect(ids(await list(`label=run%3D${run}&label=plan%3Dnone`))).toEqual([]);
+      // state=enabled|disabled (the console's state filter).
+      expect((await reg.admin('POST', `/admin/tenants/${made[1]!.tenant_id}/disable`)).status).toBe(200);
+      expect(ids(await list(`label=run%3D${run}&state=disabled`))).toEqual([made[1]!.tenant_id]);
+      expect(ids(await list(`label=run%3D${run}&state=enabled&q=blue`))).toEqual([made[0]!.tenant_id]);
+      expect((await reg.admin('POST', `/admin/tenants/${made[1]!.tenant_id}/enable`)).status).toBe(200);
       // A filtered list pages with the same cursor.
       const seen: string[] = [];
       let cursor: string | null = null;
@@ -139,7 +144,7 @@ export function tenantMetaApiContract(driver: string, env: () => Promise<{ env: 
       const notJson = await reg.admin('PATCH', `/admin/tenants/${t.tenant_id}`, { headers: JSON_HEADERS, body: '{' });
       expect(notJson.status).toBe(400);
       expect(await notJson.json()).toEqual({ errors: ['invalid_body'] });
-      for (const q of ['label=novalue', 'label=Bad%3Dx', `label=a%3D${'v'.repeat(64)}`, 'label=a%3D1&label=a%3D2', `q=${'q'.repeat(201)}`, 'q=']) {
+      for (const q of ['label=novalue', 'label=Bad%3Dx', `label=a%3D${'v'.repeat(64)}`, 'label=a%3D1&label=a%3D2', `q=${'q'.repeat(201)}`, 'q=', 'state=off']) {
         const res = await reg.admin('GET', `/admin/tenants?${q}`);
         expect(res.status, q).toBe(400);
         expect(((await res.json()) as { errors: string[] }).errors, q).toEqual(['invalid_query']);

@@ -15,6 +15,8 @@ import { bindRequestLog, requestLog } from './request-log';
 import { errorCodeFor, NO_STORE } from './send';
 import type { TokenExplainer } from '../verifier/token-explainer';
 import type { AdminUsage } from './admin-usage';
+import type { AdminLive } from './admin-live';
+import { consoleFiles, type ConsoleFiles } from './console-files';
 
 export interface AppDeps {
   admin: TenantAdmin;
@@ -35,6 +37,10 @@ export interface AppDeps {
   limits?: LimitsAdmin;
   /** Subscribe/publish callbacks (#32), for the admin API and the host server API; absent, those routes answer 404. */
   callbacks?: CallbacksAdmin;
+  /** GET /admin/live (#31); absent, that route answers 404. */
+  live?: AdminLive;
+  /** The operator console's built files (#31, readConsoleFiles), served at /console/; absent, /console/ answers 404. */
+  consoleFiles?: ConsoleFiles | undefined;
 }
 
 /** The registry's HTTP API: host-sync fetch and admin API (ops endpoints are served in front of it). */
@@ -60,6 +66,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   app.use(hostSyncFetch(deps.hostSync, deps.metrics, deps.logger, deps.hostFetch));
   if (deps.hostApi) app.use(hostApi({ ...deps.hostApi, callbacks: deps.callbacks, hostSync: deps.hostSync, metrics: deps.metrics, logger: deps.logger, limit: deps.hostFetch }));
+  if (deps.consoleFiles) app.use('/console', consoleFiles(deps.consoleFiles));
   app.use('/admin', adminRouter({ ...deps, users: deps.hostApi?.users }));
   app.use((_req, res) => sendError(res, 'not_found', NO_STORE));
 

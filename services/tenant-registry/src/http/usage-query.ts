@@ -24,8 +24,8 @@ export function parseUsageWindow(query: Record<string, unknown>, nowMs: number):
   const granularity = query.granularity ?? 'hour';
   if (granularity !== 'hour' && granularity !== 'day') throw new UsageQueryProblem('granularity is hour or day');
   const unit = granularity === 'hour' ? HOUR_MS : DAY_MS;
-  const to = query.to === undefined ? nowMs : timestamp(query.to, 'to');
-  const from = query.from === undefined ? to - DAY_MS : timestamp(query.from, 'from');
+  const to = query.to === undefined ? nowMs : parseTimestamp(query.to, 'to');
+  const from = query.from === undefined ? to - DAY_MS : parseTimestamp(query.from, 'from');
   const fromMs = Math.floor(from / unit) * unit;
   const toMs = Math.ceil(to / unit) * unit;
   if (!(toMs > fromMs) || !(to > from)) throw new UsageQueryProblem('from must be before to');
@@ -33,7 +33,8 @@ export function parseUsageWindow(query: Record<string, unknown>, nowMs: number):
   return { fromMs, toMs, granularity };
 }
 
-function timestamp(raw: unknown, name: string): number {
+/** An RFC 3339 timestamp with a zone, in ms; UsageQueryProblem naming `name` otherwise (also the audit log's since/until). */
+export function parseTimestamp(raw: unknown, name: string): number {
   // RFC 3339 with a zone (Z or an offset): a bare date-time would be read in the server's zone.
   if (typeof raw !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i.test(raw)) {
     throw new UsageQueryProblem(`${name} is an RFC 3339 timestamp with a zone, e.g. 2030-01-01T00:00:00Z`);

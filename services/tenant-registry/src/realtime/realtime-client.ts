@@ -11,6 +11,19 @@ export interface RealtimeAnswer {
   body: string;
 }
 
+/** realtime's GET /internal/live (services/realtime/src/http/live-api.ts). */
+export interface RealtimeLive {
+  instance_id: string;
+  feed_current: boolean;
+  connections: number;
+  channels_open: number;
+  tenants: Array<{ tenant_id: string; connections: number }>;
+  channels: Array<{ tenant_id: string; channel: string; subscribers: number; presence: number | null }>;
+}
+
+/** One REALTIME_URL entry's snapshot, or why there is none. */
+export type InstanceLive = { address: string; snapshot: RealtimeLive } | { address: string; error: string };
+
 export interface RealtimeClientOptions {
   /** REALTIME_URL: realtime instances' internal HTTP side (any one will do: messages fan out through the message bus). */
   baseUrls: readonly string[];
@@ -39,6 +52,25 @@ export class RealtimeClient {
 
   presence(tenantId: string, channel: string, requestId: string): Promise<RealtimeAnswer> {
     return this.call('GET', `/internal/server/channels/${encodeURIComponent(channel)}/presence`, tenantId, requestId);
+  }
+
+  /**
+   * Every instance's live snapshot (GET /internal/live, the console's Live
+   * page), each in its own entry: one that does not answer in time says so
+   * and the others are still shown.
+   */
+  live(): Promise<InstanceLive[]> {
+    return Promise.all(
+      this.opts.baseUrls.map(async (address): Promise<InstanceLive> => {
+        try {
+          const res = await fetch(`${address}/internal/live`, { headers: { [INTERNAL_TOKEN_HEADER]: this.opts.internalToken }, signal: AbortSignal.timeout(this.opts.timeoutMs) });
+          if (res.status !== 200) return { address, error: `answered ${res.status}` };
+          return { address, snapshot: (await res.json()) as RealtimeLive };
+        } catch (err) {
+          return { address, error: (err as Error).name === 'TimeoutError' ? 'no answer in time' : 'unreachable' };
+        }
+      }),
+    );
   }
 
   /**

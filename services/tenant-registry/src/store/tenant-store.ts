@@ -113,6 +113,10 @@ export class TenantStore {
       params.push(`%${filter.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
       where.push(`name ILIKE $${params.length}`);
     }
+    if (filter.disabled !== undefined) {
+      params.push(filter.disabled);
+      where.push(`disabled = $${params.length}`);
+    }
     // Tombstones of deleted tenants are never listed.
     where.push('deleted_at IS NULL');
     const clause = `WHERE ${where.join(' AND ')}`;

@@ -92,13 +92,19 @@ export function sortedLabels(labels: Readonly<Record<string, string>>): TenantLa
 export interface TenantFilter {
   labels?: TenantLabels;
   search?: string;
+  /** Only enabled or only disabled tenants (#31, the console's state filter). */
+  disabled?: boolean;
 }
 
 export const MAX_SEARCH_LENGTH = 200;
 
 /** `label` query values (`key=value`, repeatable) and `q` into a filter; the problem as a sentence otherwise. */
-export function parseTenantFilter(label: unknown, q: unknown): TenantFilter | string {
-  const filter: { labels?: Record<string, string>; search?: string } = {};
+export function parseTenantFilter(label: unknown, q: unknown, state?: unknown): TenantFilter | string {
+  const filter: { labels?: Record<string, string>; search?: string; disabled?: boolean } = {};
+  if (state !== undefined) {
+    if (state !== 'enabled' && state !== 'disabled') return 'state is enabled or disabled';
+    filter.disabled = state === 'disabled';
+  }
   const selectors = label === undefined ? [] : Array.isArray(label) ? label : [label];
   if (selectors.length > MAX_LABELS) return `at most ${MAX_LABELS} label selectors`;
   for (const s of selectors) {
