@@ -49,6 +49,8 @@ export interface StackOptions {
   gatewayToBothRealtimes?: boolean;
   /** Extra environment of the gateway (e.g. CORS_ORIGINS). */
   gatewayEnv?: Record<string, string>;
+  /** Extra environment of the registry (e.g. WEBHOOK_RETRY_BASE_MS). */
+  registryEnv?: Record<string, string>;
   /** Extra environment of both realtime instances (e.g. TENANT_RATE_SYNC_MS), or of realtime1 and realtime2 in that order. */
   realtimeEnv?: Record<string, string> | [Record<string, string>, Record<string, string>];
   /** Extra environment by process name (registry, verifier1, verifier2, realtime1, realtime2, gateway), applied last. */
@@ -89,7 +91,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     health[name] = healthUrl;
   };
   // The host server API's publish and presence go to realtime2, so the gateway (realtime1) and the registry use different instances.
-  add('registry', 'tenant-registry', { DATABASE_URL: db.url, REGISTRY_HTTP_PORT: `${ports.registryHttp}`, REGISTRY_GRPC_PORT: `${ports.registryGrpc}`, REALTIME_URL: `http://127.0.0.1:${ports.realtime[1]}`, VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[1]}` }, `http://127.0.0.1:${ports.registryHttp}/healthz`);
+  add('registry', 'tenant-registry', { DATABASE_URL: db.url, REGISTRY_HTTP_PORT: `${ports.registryHttp}`, REGISTRY_GRPC_PORT: `${ports.registryGrpc}`, REALTIME_URL: `http://127.0.0.1:${ports.realtime[1]}`, VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[1]}`, ...opts.registryEnv }, `http://127.0.0.1:${ports.registryHttp}/healthz`);
   for (const i of [0, 1]) {
     add(`verifier${i + 1}`, 'auth-verifier', { VERIFIER_GRPC_PORT: `${ports.verifierGrpc[i]}`, VERIFIER_HTTP_PORT: `${ports.verifierHttp[i]}`, REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}` }, `http://127.0.0.1:${ports.verifierHttp[i]}/healthz`);
   }

@@ -32,6 +32,11 @@ import { CallbacksAdmin } from './tenants/callbacks-admin';
 import { UserActions } from './tenants/user-actions';
 import { RealtimeClient } from './realtime/realtime-client';
 import { createTokenExplainer, type TokenExplainer } from './verifier/token-explainer';
+import type { InProcessWebhookEvents } from '@service-relay/webhook-events';
+import { WebhookStore } from './store/webhook-store';
+import { createWebhookEventSource } from './webhooks/webhook-source';
+import { WebhookSender } from './webhooks/webhook-sender';
+import { WebhooksAdmin } from './webhooks/webhooks-admin';
 
 /** The latest feed sequence is announced on the bus this often, so a consumer that missed a notice pulls at once. */
 const HEARTBEAT_MS = 1000;
@@ -61,6 +66,8 @@ export interface RegistryDeps {
   bus?: TenantEventBus;
   logger?: Logger;
   clock?: Clock;
+  /** The embedded default's webhook events from realtime in the same process (#32; the launcher shares one). */
+  webhookEvents?: InProcessWebhookEvents;
 }
 
 export interface RegistryServer extends Service {
@@ -83,6 +90,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
   let mirror: FeedMirror | undefined;
   let explainer: TokenExplainer | undefined;
   let pruner: NodeJS.Timeout | undefined;
+  let sender: WebhookSender | undefined;
   let httpPort = 0;
   let grpcPort = 0;
 
@@ -114,6 +122,8 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
       await closeServer(server, httpGraceMs(config)).finally(() => clearInterval(sweep));
     }
     http = undefined;
+    await sender?.stop();
+    sender = undefined;
     propagation?.stop();
     if (rpc) await stopServer(rpc, RPC_GRACE_MS);
     rpc = undefined;
@@ -178,7 +188,20 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         const realtime = new RealtimeClient({ baseUrls: config.realtimeUrls, internalToken: config.internalToken, timeoutMs: REALTIME_TIMEOUT_MS });
         explainer = createTokenExplainer({ address: config.verifierAddr, internalToken: config.internalToken, deadlineMs: EXPLAIN_TIMEOUT_MS });
         const usage = new UsageStore(db, deps.clock ?? systemClock);
+        const webhookStore = new WebhookStore(db);
+        const webhooks = new WebhooksAdmin(webhookStore, crypto, deps.clock ?? systemClock, config.webhooks.allowHttp);
+        sender = new WebhookSender({
+          store: webhookStore,
+          source: createWebhookEventSource(config.redis, deps.webhookEvents, logger),
+          crypto,
+          settings: config.webhooks,
+          clock: deps.clock ?? systemClock,
+          logger,
+          metrics: metrics.webhooks,
+        });
+        sender.start();
         const app = createApp({
+          webhooks,
           usage: new AdminUsage(usage, admin, () => (deps.clock ?? systemClock).now()),
           explainer,
           hostFetch: { limiter, fromGateway: internalCaller(config.acceptedInternalTokens), addresses },

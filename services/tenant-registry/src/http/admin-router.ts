@@ -25,6 +25,8 @@ import { limitsRoutes } from './admin-limits';
 import { tenantIdParam } from './admin-params';
 import { callbacksRoutes } from './admin-callbacks';
 import type { CallbacksAdmin } from '../tenants/callbacks-admin';
+import type { WebhooksAdmin } from '../webhooks/webhooks-admin';
+import { adminWebhookRoutes } from './webhook-routes';
 
 /** Reads the body into `req.body` (a Buffer); past the limit `payload_too_large`, a client gone mid-body `invalid_body`. */
 function rawBodyUpTo(limit: number) {
@@ -53,6 +55,8 @@ export interface AdminRouterDeps {
   limits?: LimitsAdmin | undefined;
   /** Subscribe/publish callbacks (#32); absent, those routes answer 404. */
   callbacks?: CallbacksAdmin | undefined;
+  /** Webhook endpoints (#32); absent, those routes answer 404. */
+  webhooks?: WebhooksAdmin | undefined;
   adminTokens: AdminTokens;
   audit: AuditLog;
   metrics: RegistryMetrics;
@@ -275,6 +279,8 @@ export function adminRouter(deps: AdminRouterDeps): Router {
   }
 
   if (deps.callbacks) callbacksRoutes(router, { callbacks: deps.callbacks, answer, notPropagated: notPropagatedWith, named, body: rawBodyUpTo(MAX_META_BODY_BYTES), emptyBody, methodNotAllowed });
+  // One handler for the admin API and the host server API (webhook-routes.ts).
+  if (deps.webhooks) adminWebhookRoutes(router, { webhooks: deps.webhooks, tenantExists: async (id) => (await admin.get(id)) !== undefined, answer, named, body: rawBodyUpTo(MAX_META_BODY_BYTES), tenantIdParam, optionalJsonBody });
 
   router
     .route('/audit')

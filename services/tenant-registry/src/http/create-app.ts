@@ -15,6 +15,7 @@ import { bindRequestLog, requestLog } from './request-log';
 import { errorCodeFor, NO_STORE } from './send';
 import type { TokenExplainer } from '../verifier/token-explainer';
 import type { AdminUsage } from './admin-usage';
+import type { WebhooksAdmin } from '../webhooks/webhooks-admin';
 
 export interface AppDeps {
   admin: TenantAdmin;
@@ -35,6 +36,8 @@ export interface AppDeps {
   limits?: LimitsAdmin;
   /** Subscribe/publish callbacks (#32), for the admin API and the host server API; absent, those routes answer 404. */
   callbacks?: CallbacksAdmin;
+  /** Webhook endpoints (#32), on the admin and the host server API; absent, those routes answer 404. */
+  webhooks?: WebhooksAdmin;
 }
 
 /** The registry's HTTP API: host-sync fetch and admin API (ops endpoints are served in front of it). */
@@ -59,7 +62,7 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   app.use(hostSyncFetch(deps.hostSync, deps.metrics, deps.logger, deps.hostFetch));
-  if (deps.hostApi) app.use(hostApi({ ...deps.hostApi, callbacks: deps.callbacks, hostSync: deps.hostSync, metrics: deps.metrics, logger: deps.logger, limit: deps.hostFetch }));
+  if (deps.hostApi) app.use(hostApi({ ...deps.hostApi, callbacks: deps.callbacks, ...(deps.webhooks && { webhooks: deps.webhooks }), hostSync: deps.hostSync, metrics: deps.metrics, logger: deps.logger, limit: deps.hostFetch }));
   app.use('/admin', adminRouter({ ...deps, users: deps.hostApi?.users }));
   app.use((_req, res) => sendError(res, 'not_found', NO_STORE));
 
