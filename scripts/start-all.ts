@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import { createLogger, EnvReader, GENERATED_SECRET_NAMES, loadOrCreateEmbeddedSecrets, readRedisSettings, runMain, type Env } from '@service-relay/core';
 import { createTenantEventBus } from '@service-relay/tenant-events';
+import { InProcessWebhookEvents } from '@service-relay/webhook-events';
 import * as registry from '@service-relay/tenant-registry';
 import * as verifier from '@service-relay/auth-verifier';
 import * as realtime from '@service-relay/realtime';
@@ -45,6 +46,8 @@ async function main(): Promise<Running> {
   const logger = createLogger({ service: 'launcher', level: reader.logLevel() });
   // One bus for every service in this process (in-process unless REDIS_URL is set).
   const bus = createTenantEventBus(readRedisSettings(reader), logger);
+  // Without Redis, realtime hands webhook events to the registry's sender in this process (#32).
+  const webhookEvents = env.REDIS_URL ? undefined : new InProcessWebhookEvents();
   const mode = { standalone: false };
 
   // Configs first, so a bad variable stops the process before anything listens.
@@ -65,13 +68,13 @@ async function main(): Promise<Running> {
     await bus.close();
   };
   try {
-    const reg = await registry.createServer(configs.registry, { bus });
+    const reg = await registry.createServer(configs.registry, { bus, ...(webhookEvents && { webhookEvents }) });
     await reg.start();
     started.push(reg);
     const ver = await verifier.createServer(configs.verifier, { bus });
     await ver.start();
     started.push(ver);
-    const rt = await realtime.createServer(configs.realtime, { bus });
+    const rt = await realtime.createServer(configs.realtime, { bus, ...(webhookEvents && { webhookEvents: webhookEvents.push }) });
     await rt.start();
     started.push(rt);
     realtimeServer = rt;

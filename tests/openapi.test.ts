@@ -276,6 +276,29 @@ describe('docs/openapi.yaml against the running services', () => {
     expect(errors(await call('GET', adminPath, { params: { tenant_id: NIL_TENANT }, headers: admin() }))).toEqual(['tenant_not_found']);
   });
 
+  it('webhooks (#32): every admin and host call, and their refusals', async () => {
+    const events = ['member_added', 'channel_occupied'];
+    for (const [prefix, headers] of [
+      ['/admin/tenants/{tenant_id}', admin()],
+      ['/api/host/tenants/{tenant_id}', { authorization: basic(tenant.host_sync_client_id, tenant.host_sync_client_secret) }],
+    ] as const) {
+      const params = { tenant_id: tenant.tenant_id };
+      const created = await call('POST', `${prefix}/webhooks`, { params, headers: { ...headers, ...json }, body: JSON.stringify({ url: 'https://example.com/hook', events }) });
+      expect(created.status).toBe(201);
+      const id = (created.body as { endpoint_id: string }).endpoint_id;
+      expect(errors(await call('POST', `${prefix}/webhooks`, { params, headers: { ...headers, ...json }, body: JSON.stringify({ url: 'http://example.com/hook', events }) }))).toEqual(['invalid_webhook']);
+      expect((await call('GET', `${prefix}/webhooks`, { params, headers })).status).toBe(200);
+      const one = { ...params, endpoint_id: id };
+      expect((await call('GET', `${prefix}/webhooks/{endpoint_id}`, { params: one, headers })).status).toBe(200);
+      expect(errors(await call('GET', `${prefix}/webhooks/{endpoint_id}`, { params: { ...params, endpoint_id: '00000000-0000-4000-8000-000000000000' }, headers }))).toEqual(['webhook_not_found']);
+      expect((await call('POST', `${prefix}/webhooks/{endpoint_id}/disable`, { params: one, headers })).status).toBe(200);
+      expect((await call('POST', `${prefix}/webhooks/{endpoint_id}/enable`, { params: one, headers })).status).toBe(200);
+      expect((await call('POST', `${prefix}/webhooks/{endpoint_id}/secret/rotate`, { params: one, headers: { ...headers, ...json }, body: '{"overlap_s": 60}' })).status).toBe(200);
+      expect((await call('GET', `${prefix}/webhooks/{endpoint_id}/deliveries`, { params: one, headers })).status).toBe(200);
+      expect((await call('DELETE', `${prefix}/webhooks/{endpoint_id}`, { params: one, headers })).status).toBe(200);
+    }
+  });
+
   it('tenant REST API: me, publish, history, and every refusal a client can cause', async () => {
     const userId = randomUUID();
     token = await signWithJose(secret, tenant.tenant_id, userId);

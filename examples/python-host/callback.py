@@ -59,6 +59,12 @@ def verify_callback(body, headers, secrets, tolerance_s=TOLERANCE_S, now=None):
     raise SignatureError("bad_signature")
 
 
+def verify_webhook(body, headers, secrets, tolerance_s=TOLERANCE_S, now=None):
+    """A webhook request (docs/PROTOCOL.md "Webhooks"): the same signature as a
+    callback's; returns its events, or raises SignatureError."""
+    return verify_callback(body, headers, secrets, tolerance_s, now)["events"]
+
+
 def answer(allow, ttl_s=None, presence=None):
     """The answer's body (status 200, content-type application/json)."""
     out = {"allow": bool(allow)}

@@ -61,7 +61,7 @@ describe('socket helpers', () => {
 
 describe('SERVER_ERROR_CODES', () => {
   // Codes only operators, host servers and services meet (docs/PROTOCOL.md "Operator and service-to-service codes").
-  const NOT_FOR_CLIENTS = ['invalid_host_sync_credentials', 'invalid_admin_token', 'invalid_internal_token', 'tenant_not_found', 'invalid_tenant_id', 'change_not_propagated', 'invalid_channel_rules', 'invalid_tenant_meta', 'invalid_limits', 'plan_not_found', 'plan_in_use'];
+  const NOT_FOR_CLIENTS = ['invalid_host_sync_credentials', 'invalid_admin_token', 'invalid_internal_token', 'tenant_not_found', 'invalid_tenant_id', 'change_not_propagated', 'invalid_channel_rules', 'invalid_tenant_meta', 'invalid_limits', 'plan_not_found', 'plan_in_use', 'invalid_callbacks', 'invalid_webhook', 'webhook_not_found', 'too_many_webhooks'];
   it("covers every code of core's closed set that a client can meet", () => {
     const clientVisible = ERROR_CODES.filter((c) => !NOT_FOR_CLIENTS.includes(c));
     expect(clientVisible.filter((c) => !(SERVER_ERROR_CODES as readonly string[]).includes(c))).toEqual([]);

@@ -5,3 +5,4 @@ export { fetchSigningSecret, parseRetryAfter, RELAY_ISSUER, type FetchedSecret }
 export { CHANNEL_ACTIONS, DEFAULT_MAX_TOKEN_LIFETIME_S, DEFAULT_TOKEN_TTL_S, type ChannelAction, type TokenRule } from './token-rules.js';
 export type { ChannelCap, JsonValue, UserTokenOptions } from './user-token.js';
 export { callbackAnswer, DEFAULT_TOLERANCE_S, RelaySignatureError, verifyCallback, verifyRelaySignature, type CallbackRequest, type RelayHeaders, type SignatureFailure, type VerifyOptions } from './webhook-verify.js';
+export { verifyWebhook, type WebhookEvent } from './webhook-verify.js';

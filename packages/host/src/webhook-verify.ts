@@ -101,3 +101,27 @@ export async function verifyCallback(body: string, headers: RelayHeaders, secret
 export function callbackAnswer(allow: boolean, opts: { ttlS?: number; presence?: Record<string, unknown> } = {}): string {
   return JSON.stringify({ allow, ...(opts.ttlS !== undefined && { ttl_s: opts.ttlS }), ...(opts.presence !== undefined && { presence: opts.presence }) });
 }
+
+/** One event of a webhook request's `events` (docs/PROTOCOL.md "Webhooks"). */
+export interface WebhookEvent {
+  id: string;
+  type: 'channel_occupied' | 'channel_vacated' | 'member_added' | 'member_removed' | 'user_connected' | 'user_disconnected';
+  tenant_id: string;
+  created_at: string;
+  channel?: string;
+  user_id?: string;
+  data?: unknown;
+}
+
+/**
+ * A webhook request (#32), verified: rejects with RelaySignatureError when
+ * the signature is bad or the timestamp outside the tolerance (a replay),
+ * else resolves to its events. `body` must be the raw text as received;
+ * `secret` the endpoint's signing secret (or, during a rotation, both).
+ */
+export async function verifyWebhook(body: string, headers: RelayHeaders, secret: string | readonly string[], opts?: VerifyOptions): Promise<WebhookEvent[]> {
+  await verifyRelaySignature(body, headers, secret, opts);
+  const parsed = JSON.parse(body) as { events?: unknown };
+  if (!Array.isArray(parsed.events)) throw new RelaySignatureError('bad_signature');
+  return parsed.events as WebhookEvent[];
+}

@@ -45,6 +45,8 @@ export interface RealtimeConfig {
   logLevel: string;
   /** Usage metering (#30, docs/OPERATIONS.md "Usage metering"). */
   usage: UsageConfig;
+  /** WEBHOOK_EVENTS: detect and record the webhook events (#32; off on Redis Cluster whatever it says). */
+  webhookEvents: boolean;
   /** Subscribe/publish callbacks (#32 item 4; docs/OPERATIONS.md "Callbacks"). */
   callbacks: CallbacksConfig;
 }
@@ -101,6 +103,7 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
       maxEntries: r.int('CALLBACK_CACHE_MAX_ENTRIES', 100_000, 1, 10_000_000),
       connectionsPerHost: r.int('CALLBACK_CONNECTIONS_PER_HOST', 64, 1, 10_000),
     }),
+    webhookEvents: r.bool('WEBHOOK_EVENTS', true),
   });
 }
 

@@ -31,6 +31,8 @@ import { createPresenceStore } from './presence/create-presence-store';
 import { Presence } from './presence/presence';
 import { isScheduler, timerScheduler } from './timers/scheduler';
 import { TopicHub } from './topics/topic-hub';
+import type { WebhookEventSink } from '@service-relay/webhook-events';
+import { WebhookTransitions } from './webhooks/transitions';
 import { CLOSE_GOING_AWAY, CLOSE_TRY_AGAIN_LATER } from './ws/close-codes';
 
 /** How long a client gets to answer the close handshake at shutdown (the process allows 10 s in all). */
@@ -75,6 +77,8 @@ export interface RealtimeDeps {
    * feed have no registry): then nothing is metered.
    */
   usageSink?: UsageSink;
+  /** The embedded default's hand-over of webhook events to the registry's sender (#32; the launcher shares one). */
+  webhookEvents?: WebhookEventSink;
   /**
    * Where a tenant's limits are asked for on first use (#30); default: the
    * registry's TenantFeed.TenantLimits, or, when `channelRules` is injected
@@ -128,22 +132,26 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     });
   const ownsVerifier = !deps.verifier;
   const verifier = deps.verifier ?? createVerifierClient({ address: config.verifierAddr, internalToken: config.internalToken, deadlineMs: config.verifyDeadlineMs, logger });
-  const registry = new ConnectionRegistry(verifier, metrics, feed);
+  // Webhook events (#32): member events from the presence store, occupancy and users' connections from two stores of the same kind.
+  const memberEvents = WebhookTransitions.memberEvents(config.redis, config.webhookEvents, deps.webhookEvents);
+  const transitions = memberEvents && new WebhookTransitions(config.redis, { ttlMs: config.presenceTtlMs, scheduler, logger, sink: deps.webhookEvents });
+  const registry = new ConnectionRegistry(verifier, metrics, feed, transitions);
   // Not current past its lease, this instance vouches for none of its connections: it closes them (1013) and takes none.
   const cutoff = new FeedCutoff({ isCurrent: () => feed.isCurrent(), registry, logger });
-  const hub = new TopicHub(messages, metrics, cutoff.serving);
+  const hub = new TopicHub(messages, metrics, cutoff.serving, transitions);
   const revocation = new Revocation(registry, logger);
   const ownsRulesSource = !deps.channelRules;
   const rulesSource = deps.channelRules ?? new RegistryRulesClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: RULES_DEADLINE_MS });
   const channelRules = new ChannelRulesCache({ source: rulesSource, feed, logger });
   const tenantConnections = deps.tenantConnections ?? createTenantConnections(config.redis, { limit: config.maxConnectionsPerTenant, scheduler, logger });
-  const presenceStore = createPresenceStore(config.redis, { ttlMs: config.presenceTtlMs, scheduler, logger });
+  const presenceStore = createPresenceStore(config.redis, { ttlMs: config.presenceTtlMs, scheduler, logger, ...(memberEvents && { webhooks: memberEvents }) });
   const presence = new Presence(presenceStore, metrics, logger, cutoff.serving);
   // A deleted tenant's history, presence and counts go from wherever this instance keeps them (#30).
   const purge = new TenantPurge({
     purgers: [
       { name: 'history', purge: (t) => messages.purgeTenant(t) },
       { name: 'presence', purge: (t) => presenceStore.purgeTenant(t) },
+      ...(transitions ? [{ name: 'webhook_transitions', purge: (t: string) => transitions.purgeTenant(t) }] : []),
       { name: 'connection_counts', purge: (t) => tenantConnections.forget(t) },
       { name: 'publish_rate', purge: (t) => tenantPublishes.forget(t) },
     ],
@@ -315,7 +323,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       // its presence members leave now too (each closed connection left already; this is the rest).
       // A purge of a deleted tenant still running finishes first (bounded: a failing one is left to the next DELETE).
       await withTimeout(purge.settled(), 2000).catch(() => logger.warn('a deleted tenant purge was still running at stop'));
-      await Promise.all([tenantConnections.close(), presence.close(), tenantPublishes.close()]);
+      await Promise.all([tenantConnections.close(), presence.close(), tenantPublishes.close(), transitions?.close()]);
       if (ownsLimitsSource) limitsSource?.close();
       if (ownsCallbacksSource) callbacksSource?.close();
       await callbackTransport?.close();

@@ -71,6 +71,25 @@ export interface RegistryConfig {
    * checkout (built by npm ci). `CONSOLE=false` serves none.
    */
   consoleDir: string | undefined;
+  /** Webhook delivery (#32; docs/OPERATIONS.md "Webhooks"). */
+  webhooks: WebhookSettings;
+}
+
+export interface WebhookSettings {
+  /** WEBHOOK_ALLOW_HTTP: plain http:// endpoints anywhere, not only on loopback. */
+  allowHttp: boolean;
+  /** WEBHOOK_RETRY_FOR_S: an event not delivered this long after it happened is given up (default a day). */
+  retryForMs: number;
+  /** WEBHOOK_RETRY_BASE_MS / WEBHOOK_RETRY_MAX_MS: the first retry's delay, doubled per failure up to the cap, with jitter. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** WEBHOOK_BATCH_MAX events per request; WEBHOOK_BATCH_WAIT_MS: how long the first pending event waits for others. */
+  batchMax: number;
+  batchWaitMs: number;
+  /** WEBHOOK_TIMEOUT_MS: a request not answered within this has failed. */
+  timeoutMs: number;
+  /** WEBHOOK_SENDER_LEASE_MS: one registry replica sends; another takes over this long after it stopped renewing. */
+  leaseMs: number;
 }
 
 /** packages/console/dist beside this service in the repository. */
@@ -121,6 +140,16 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     connectionLimits: Object.freeze(readConnectionLimits(r)),
     consoleDir: r.bool('CONSOLE', true) ? resolve(r.string('CONSOLE_DIR', DEFAULT_CONSOLE_DIR)) : undefined,
     verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),
+    webhooks: Object.freeze({
+      allowHttp: r.bool('WEBHOOK_ALLOW_HTTP', false),
+      retryForMs: r.int('WEBHOOK_RETRY_FOR_S', 86_400, 1, 30 * 86_400) * 1000,
+      retryBaseMs: r.int('WEBHOOK_RETRY_BASE_MS', 1000, 10, 3_600_000),
+      retryMaxMs: r.int('WEBHOOK_RETRY_MAX_MS', 600_000, 10, 86_400_000),
+      batchMax: r.int('WEBHOOK_BATCH_MAX', 100, 1, 1000),
+      batchWaitMs: r.int('WEBHOOK_BATCH_WAIT_MS', 1000, 0, 60_000),
+      timeoutMs: r.int('WEBHOOK_TIMEOUT_MS', 5000, 100, 60_000),
+      leaseMs: r.int('WEBHOOK_SENDER_LEASE_MS', 5000, 500, 600_000),
+    }),
   });
 }
 

@@ -1,5 +1,6 @@
 import { createMetricsRegistry } from '@service-relay/core';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { WebhookSenderMetrics } from './webhooks/webhook-sender';
 
 export type FetchResult = 'ok' | 'rejected' | 'rate_limited' | 'error';
 export type KeyCallResult = 'found' | 'not_found' | 'unauthenticated' | 'error';
@@ -18,6 +19,8 @@ export interface RegistryMetrics {
   rulesCall(result: KeyCallResult): void;
   /** Usage.Flush calls (#30) by result: applied, duplicate, invalid, unauthenticated, error. */
   usageFlush(result: 'applied' | 'duplicate' | 'invalid' | 'unauthenticated' | 'error'): void;
+  /** The webhook sender (#32). */
+  webhooks: WebhookSenderMetrics;
 }
 
 export function createRegistryMetrics(): RegistryMetrics {
@@ -53,8 +56,31 @@ export function createRegistryMetrics(): RegistryMetrics {
     labelNames: ['result'],
     registers,
   });
+  const webhookRequests = new Histogram({
+    name: 'relay_registry_webhook_request_seconds',
+    help: 'Webhook requests to tenant endpoints by result (ok, http_error, timeout, network) and their latency',
+    labelNames: ['result'],
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
+  const webhookEvents = new Counter({
+    name: 'relay_registry_webhook_events_total',
+    help: 'Webhook events by outcome: delivered (per endpoint), expired (given up after WEBHOOK_RETRY_FOR_S), unrouted (no endpoint wanted it)',
+    labelNames: ['result'],
+    registers,
+  });
+  const webhookQueued = new Gauge({ name: 'relay_registry_webhook_queued_events', help: 'Webhook events stored and not yet delivered, over every endpoint (the sender updates it)', registers });
+  const webhookFailing = new Gauge({ name: 'relay_registry_webhook_endpoints_failing', help: 'Enabled webhook endpoints whose last attempt failed (the sender updates it)', registers });
   return {
     registry,
+    webhooks: {
+      request: (result, seconds) => webhookRequests.observe({ result }, seconds),
+      events: (result, n) => webhookEvents.inc({ result }, n),
+      backlog(queued, failing) {
+        webhookQueued.set(queued);
+        webhookFailing.set(failing);
+      },
+    },
     auditWrite: (result) => auditWrites.inc({ result }),
     feedCall: (result) => feedCalls.inc({ result }),
     propagation(confirmed, seconds) {

@@ -34,6 +34,11 @@ import { CallbacksAdmin } from './tenants/callbacks-admin';
 import { UserActions } from './tenants/user-actions';
 import { RealtimeClient } from './realtime/realtime-client';
 import { createTokenExplainer, type TokenExplainer } from './verifier/token-explainer';
+import type { InProcessWebhookEvents } from '@service-relay/webhook-events';
+import { WebhookStore } from './store/webhook-store';
+import { createWebhookEventSource } from './webhooks/webhook-source';
+import { WebhookSender } from './webhooks/webhook-sender';
+import { WebhooksAdmin } from './webhooks/webhooks-admin';
 
 /** The latest feed sequence is announced on the bus this often, so a consumer that missed a notice pulls at once. */
 const HEARTBEAT_MS = 1000;
@@ -63,6 +68,8 @@ export interface RegistryDeps {
   bus?: TenantEventBus;
   logger?: Logger;
   clock?: Clock;
+  /** The embedded default's webhook events from realtime in the same process (#32; the launcher shares one). */
+  webhookEvents?: InProcessWebhookEvents;
 }
 
 export interface RegistryServer extends Service {
@@ -85,6 +92,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
   let mirror: FeedMirror | undefined;
   let explainer: TokenExplainer | undefined;
   let pruner: NodeJS.Timeout | undefined;
+  let sender: WebhookSender | undefined;
   let httpPort = 0;
   let grpcPort = 0;
 
@@ -116,6 +124,8 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
       await closeServer(server, httpGraceMs(config)).finally(() => clearInterval(sweep));
     }
     http = undefined;
+    await sender?.stop();
+    sender = undefined;
     propagation?.stop();
     if (rpc) await stopServer(rpc, RPC_GRACE_MS);
     rpc = undefined;
@@ -182,9 +192,22 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         const usage = new UsageStore(db, deps.clock ?? systemClock);
         const files = config.consoleDir === undefined ? undefined : readConsoleFiles(config.consoleDir);
         if (config.consoleDir !== undefined && !files) logger.warn({ console_dir: config.consoleDir }, 'operator console not built: /console/ answers 404 (npm run build -w @service-relay/console)');
+        const webhookStore = new WebhookStore(db);
+        const webhooks = new WebhooksAdmin(webhookStore, crypto, deps.clock ?? systemClock, config.webhooks.allowHttp);
+        sender = new WebhookSender({
+          store: webhookStore,
+          source: createWebhookEventSource(config.redis, deps.webhookEvents, logger),
+          crypto,
+          settings: config.webhooks,
+          clock: deps.clock ?? systemClock,
+          logger,
+          metrics: metrics.webhooks,
+        });
+        sender.start();
         const app = createApp({
           consoleFiles: files,
           live: new AdminLive(store.feed, realtime),
+          webhooks,
           usage: new AdminUsage(usage, admin, () => (deps.clock ?? systemClock).now()),
           explainer,
           hostFetch: { limiter, fromGateway: internalCaller(config.acceptedInternalTokens), addresses },

@@ -418,8 +418,28 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A new host-sync secret (the old one stops working) */
+        /** A new host-sync secret (the old one stops working, or with keep_previous=true keeps working until host_sync/expire_previous) */
         post: operations["rotateHostSync"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenant_id}/host_sync/expire_previous": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop accepting the host-sync secret a rotation with keep_previous replaced */
+        post: operations["expirePreviousHostSync"];
         delete?: never;
         options?: never;
         head?: never;
@@ -603,6 +623,270 @@ export interface paths {
         };
         /** Every tenant's usage in a window, sorted by one measure (descending, then tenant id) and paged */
         get: operations["listUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenant_id}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        /** The tenant's webhook endpoints (#32) */
+        get: operations["listWebhooks"];
+        put?: never;
+        /** Create an endpoint; its signing secret is shown once */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenant_id}/webhooks/{endpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /** One endpoint */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /** Delete an endpoint and its queue */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenant_id}/webhooks/{endpoint_id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Switch the endpoint on */
+        post: operations["enableWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenant_id}/webhooks/{endpoint_id}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Switch the endpoint off (its queue is kept, paused) */
+        post: operations["disableWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenant_id}/webhooks/{endpoint_id}/secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret (shown once); the old one signs beside it for overlap_s (default 86400) */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenant_id}/webhooks/{endpoint_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /** The endpoint and its delivery log, newest attempt first (?limit=1..100, default 20) */
+        get: operations["webhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/host/tenants/{tenant_id}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+            };
+            cookie?: never;
+        };
+        /** The tenant's webhook endpoints (#32) */
+        get: operations["listWebhooksAsHost"];
+        put?: never;
+        /** Create an endpoint; its signing secret is shown once */
+        post: operations["createWebhookAsHost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/host/tenants/{tenant_id}/webhooks/{endpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /** One endpoint */
+        get: operations["getWebhookAsHost"];
+        put?: never;
+        post?: never;
+        /** Delete an endpoint and its queue */
+        delete: operations["deleteWebhookAsHost"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/host/tenants/{tenant_id}/webhooks/{endpoint_id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Switch the endpoint on */
+        post: operations["enableWebhookAsHost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/host/tenants/{tenant_id}/webhooks/{endpoint_id}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Switch the endpoint off (its queue is kept, paused) */
+        post: operations["disableWebhookAsHost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/host/tenants/{tenant_id}/webhooks/{endpoint_id}/secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret (shown once); the old one signs beside it for overlap_s (default 86400) */
+        post: operations["rotateWebhookSecretAsHost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/host/tenants/{tenant_id}/webhooks/{endpoint_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /** The endpoint and its delivery log, newest attempt first (?limit=1..100, default 20) */
+        get: operations["webhookDeliveriesAsHost"];
         put?: never;
         post?: never;
         delete?: never;
@@ -826,11 +1110,59 @@ export interface components {
             errors: "plan_not_found"[];
             problem?: string;
         };
+        WebhookError: {
+            errors: components["schemas"]["ErrorCode"][];
+            /** @description What is wrong (invalid_webhook, invalid_query, too_many_webhooks) */
+            problem?: string;
+        };
+        CreateWebhook: {
+            /** @description https://, or http:// to a loopback host (or anywhere with WEBHOOK_ALLOW_HTTP); at most 2048 characters, no credentials */
+            url: string;
+            events: components["schemas"]["WebhookEventType"][];
+        };
+        RotateWebhookSecret: {
+            overlap_s?: number;
+        };
+        /** @enum {string} */
+        WebhookEventType: "channel_occupied" | "channel_vacated" | "member_added" | "member_removed" | "user_connected" | "user_disconnected";
+        WebhookEndpoint: {
+            endpoint_id: string;
+            tenant_id: string;
+            url: string;
+            events: components["schemas"]["WebhookEventType"][];
+            enabled: boolean;
+            /** @description While a rotation overlaps: until when the old secret signs too */
+            previous_secret_expires_at: string | null;
+            queued_events: number;
+            /** @description Failed attempts in a row (0: the last one succeeded) */
+            failures: number;
+            failing_since: string | null;
+            next_attempt_at: string | null;
+            created_at: string;
+            updated_at: string;
+        };
+        WebhookEndpointWithSecret: components["schemas"]["WebhookEndpoint"] & {
+            /** @description `whsec_` + base64 of 32 bytes */
+            signing_secret: string;
+        };
+        WebhookDeliveries: components["schemas"]["WebhookEndpoint"] & {
+            attempts: {
+                attempted_at: string;
+                events: number;
+                webhook_id: string | null;
+                /** @description HTTP status; null when no answer came (timeout, connection refused) */
+                status: number | null;
+                ok: boolean;
+                error: string | null;
+                latency_ms: number;
+                next_attempt_at: string | null;
+            }[];
+        };
         /**
          * @description The closed set of codes (packages/core/src/errors.ts); each has one HTTP status.
          * @enum {string}
          */
-        ErrorCode: "invalid_or_missing_token" | "invalid_host_sync_credentials" | "invalid_admin_token" | "invalid_internal_token" | "auth_unavailable" | "tenant_not_found" | "invalid_tenant_id" | "not_found" | "method_not_allowed" | "upgrade_required" | "invalid_channel" | "invalid_body" | "invalid_query" | "invalid_channel_rules" | "invalid_tenant_meta" | "invalid_limits" | "invalid_callbacks" | "plan_not_found" | "plan_in_use" | "presence_not_enabled" | "payload_too_large" | "headers_too_large" | "bad_request" | "rate_limited" | "forbidden_topic" | "forbidden_channel" | "callback_unavailable" | "invalid_topic" | "invalid_frame" | "identity_mismatch" | "too_many_subscriptions" | "too_many_connections" | "upstream_unavailable" | "upstream_timeout" | "unavailable" | "change_not_propagated" | "internal";
+        ErrorCode: "invalid_or_missing_token" | "invalid_webhook" | "webhook_not_found" | "too_many_webhooks" | "invalid_host_sync_credentials" | "invalid_admin_token" | "invalid_internal_token" | "auth_unavailable" | "tenant_not_found" | "invalid_tenant_id" | "not_found" | "method_not_allowed" | "upgrade_required" | "invalid_channel" | "invalid_body" | "invalid_query" | "invalid_channel_rules" | "invalid_tenant_meta" | "invalid_limits" | "invalid_callbacks" | "plan_not_found" | "plan_in_use" | "presence_not_enabled" | "payload_too_large" | "headers_too_large" | "bad_request" | "rate_limited" | "forbidden_topic" | "forbidden_channel" | "callback_unavailable" | "invalid_topic" | "invalid_frame" | "identity_mismatch" | "too_many_subscriptions" | "too_many_connections" | "upstream_unavailable" | "upstream_timeout" | "unavailable" | "change_not_propagated" | "internal";
         Error: {
             errors: components["schemas"]["ErrorCode"][];
         };
@@ -913,6 +1245,8 @@ export interface components {
             host_sync_client_id: string;
             disabled: boolean;
             has_previous_secret: boolean;
+            /** @description A host-sync secret replaced by a rotation with keep_previous is still accepted, until host_sync/expire_previous. */
+            has_previous_host_sync: boolean;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -925,6 +1259,8 @@ export interface components {
             host_sync_client_id: string;
             disabled: boolean;
             has_previous_secret: boolean;
+            /** @description A host-sync secret replaced by a rotation with keep_previous is still accepted, until host_sync/expire_previous. */
+            has_previous_host_sync: boolean;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -1696,6 +2032,8 @@ export interface components {
     parameters: {
         /** @description `^[A-Za-z0-9_.:-]{1,128}$` (percent-decoded); anything else is `400 invalid_channel`. */
         Channel: string;
+        /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+        WebhookId: string;
         /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
         TenantId: string;
         /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
@@ -2646,7 +2984,10 @@ export interface operations {
     };
     rotateHostSync: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: the replaced secret stays accepted (replacing any earlier previous) until host_sync/expire_previous, the next rotation or revoke_all. Any other query parameter or value is 400 invalid_query. */
+                keep_previous?: "true" | "false";
+            };
             header?: never;
             path: {
                 /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
@@ -2657,6 +2998,27 @@ export interface operations {
         requestBody?: components["requestBodies"]["Empty"];
         responses: {
             200: components["responses"]["TenantChangedWithHostSyncSecret"];
+            400: components["responses"]["AdminInvalidTenantIdOrBody"];
+            401: components["responses"]["InvalidAdminToken"];
+            404: components["responses"]["TenantNotFound"];
+            413: components["responses"]["AdminPayloadTooLarge"];
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["ChangeNotPropagatedOrUnavailable"];
+        };
+    };
+    expirePreviousHostSync: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["Empty"];
+        responses: {
+            200: components["responses"]["TenantChanged"];
             400: components["responses"]["AdminInvalidTenantIdOrBody"];
             401: components["responses"]["InvalidAdminToken"];
             404: components["responses"]["TenantNotFound"];
@@ -3072,6 +3434,906 @@ export interface operations {
                 };
             };
             401: components["responses"]["InvalidAdminToken"];
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        webhooks: components["schemas"]["WebhookEndpoint"][];
+                    };
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidAdminToken"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhook"];
+            };
+        };
+        responses: {
+            /** @description The endpoint and its signing secret, shown only in this answer */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidAdminToken"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint (docs/API.md "Webhooks") */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidAdminToken"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        endpoint_id: string;
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidAdminToken"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    enableWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint (docs/API.md "Webhooks") */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidAdminToken"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    disableWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint (docs/API.md "Webhooks") */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidAdminToken"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RotateWebhookSecret"];
+            };
+        };
+        responses: {
+            /** @description The endpoint and its signing secret, shown only in this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidAdminToken"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    webhookDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A canonical lowercase UUID; anything else is `400 invalid_tenant_id`. */
+                tenant_id: components["parameters"]["TenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint and its last attempts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveries"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidAdminToken"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    listWebhooksAsHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        webhooks: components["schemas"]["WebhookEndpoint"][];
+                    };
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidHostSyncCredentials"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    createWebhookAsHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhook"];
+            };
+        };
+        responses: {
+            /** @description The endpoint and its signing secret, shown only in this answer */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidHostSyncCredentials"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    getWebhookAsHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint (docs/API.md "Webhooks") */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidHostSyncCredentials"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    deleteWebhookAsHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        endpoint_id: string;
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidHostSyncCredentials"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    enableWebhookAsHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint (docs/API.md "Webhooks") */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidHostSyncCredentials"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    disableWebhookAsHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint (docs/API.md "Webhooks") */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidHostSyncCredentials"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    rotateWebhookSecretAsHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RotateWebhookSecret"];
+            };
+        };
+        responses: {
+            /** @description The endpoint and its signing secret, shown only in this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidHostSyncCredentials"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    webhookDeliveriesAsHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant id; anything that is not the credential's tenant is the same `401` as a wrong secret. */
+                tenant_id: components["parameters"]["HostTenantId"];
+                /** @description The endpoint's id (a UUID); anything else is `404 webhook_not_found`. */
+                endpoint_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint and its last attempts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveries"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            401: components["responses"]["InvalidHostSyncCredentials"];
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
+            /** @description A contract error (docs/API.md "Webhooks"): invalid_webhook, invalid_tenant_id, invalid_query, invalid_body (400); tenant_not_found, webhook_not_found (404); too_many_webhooks (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookError"];
+                };
+            };
             500: components["responses"]["AdminInternal"];
             503: components["responses"]["AdminUnavailable"];
         };

@@ -1,7 +1,8 @@
-import { createRedis, type Logger, type RedisSettings } from '@service-relay/core';
+import { createRedis, parseRedisUrl, type Logger, type RedisSettings } from '@service-relay/core';
+import { webhookStreamKey, type WebhookEventSink } from '@service-relay/webhook-events';
 import type { Scheduler } from '../timers/scheduler';
 import { MemoryPresenceStore } from './memory-presence-store';
-import type { PresenceStore } from './presence-store';
+import type { PresenceStore, PresenceWebhooks } from './presence-store';
 import { RedisPresenceStore } from './redis-presence-store';
 
 export interface PresenceStoreOptions {
@@ -9,17 +10,35 @@ export interface PresenceStoreOptions {
   ttlMs: number;
   scheduler: Scheduler;
   logger: Logger;
+  /** Keys under REDIS_PREFIX + this (default none): occupancy and users' connections are presence stores of their own. */
+  keyPrefix?: string;
+  /** Its joins and leaves are these webhook events (#32): on Redis appended to the event stream, in this process handed to `sink`. */
+  webhooks?: PresenceWebhooks & { sink: WebhookEventSink | undefined };
+}
+
+/** Webhook events need the stream beside the store's keys, which a Redis Cluster puts in another slot: none there. */
+export function webhookEventsPossible(redis: Readonly<RedisSettings>): boolean {
+  return redis.url === undefined || parseRedisUrl(redis.url).kind !== 'cluster';
 }
 
 /** Picks the driver by REDIS_URL: shared across instances on Redis, in this process otherwise. */
 export function createPresenceStore(redis: Readonly<RedisSettings>, opts: PresenceStoreOptions): PresenceStore {
-  if (redis.url === undefined) return new MemoryPresenceStore();
+  const w = opts.webhooks;
+  if (redis.url === undefined) return new MemoryPresenceStore(w?.sink ? { ...w, sink: w.sink, now: () => opts.scheduler.now() } : undefined);
   const client = createRedis(redis.url, { connectionName: 'realtime-presence' });
   const subscriber = createRedis(redis.url, { connectionName: 'realtime-presence-sub', enableOfflineQueue: true, maxRetriesPerRequest: null });
   // Failures are handled per call (and logged once by the store); ioredis would log every reconnect attempt otherwise.
   client.on('error', () => {});
   subscriber.on('error', () => {});
-  const store = new RedisPresenceStore({ redis: client, subscriber, prefix: redis.prefix, ttlMs: opts.ttlMs, scheduler: opts.scheduler, logger: opts.logger });
+  const store = new RedisPresenceStore({
+    redis: client,
+    subscriber,
+    prefix: redis.prefix + (opts.keyPrefix ?? ''),
+    ttlMs: opts.ttlMs,
+    scheduler: opts.scheduler,
+    logger: opts.logger,
+    ...(w && { webhooks: { ...w, stream: webhookStreamKey(redis.prefix) } }),
+  });
   return {
     join: (ref, connId, userId, dataJson) => store.join(ref, connId, userId, dataJson),
     leave: (ref, connId) => store.leave(ref, connId),

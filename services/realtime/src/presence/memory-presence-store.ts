@@ -1,5 +1,6 @@
 import type { ChannelRef } from '../messaging/message';
-import type { PresenceEvent, PresenceListener, PresenceStore, StoredMember } from './presence-store';
+import type { WebhookEventSink } from '@service-relay/webhook-events';
+import type { PresenceEvent, PresenceListener, PresenceStore, PresenceWebhooks, StoredMember } from './presence-store';
 
 interface ChannelPresence {
   /** connection id → user id */
@@ -17,6 +18,24 @@ interface ChannelPresence {
 export class MemoryPresenceStore implements PresenceStore {
   private readonly channels = new Map<string, ChannelPresence>();
 
+  constructor(
+    /** Webhook events of joins and leaves (#32), handed to `sink` at the change; absent: none. */
+    private readonly webhooks?: PresenceWebhooks & { sink: WebhookEventSink; now: () => number },
+  ) {}
+
+  private webhook(kind: 'join' | 'leave', ref: ChannelRef, userId: string, dataJson?: string): void {
+    const w = this.webhooks;
+    if (!w) return;
+    w.sink({
+      type: w.names[kind],
+      tenantId: ref.tenantId,
+      ms: w.now(),
+      ...(w.withChannel && { channel: ref.channel }),
+      ...(w.withUser && { userId }),
+      ...(dataJson !== undefined && { dataJson }),
+    });
+  }
+
   async join(ref: ChannelRef, connId: string, userId: string, dataJson: string | undefined): Promise<void> {
     const ch = this.channel(ref, true);
     if (ch.connections.has(connId)) return;
@@ -29,6 +48,7 @@ export class MemoryPresenceStore implements PresenceStore {
     }
     ch.users.set(userId, { count: 1, dataJson });
     emit(ch, { type: 'join', userId, dataJson });
+    this.webhook('join', ref, userId, dataJson);
   }
 
   async leave(ref: ChannelRef, connId: string): Promise<void> {
@@ -41,6 +61,7 @@ export class MemoryPresenceStore implements PresenceStore {
     if (--user.count === 0) {
       ch.users.delete(userId);
       emit(ch, { type: 'leave', userId });
+      this.webhook('leave', ref, userId);
     }
     this.forgetIfEmpty(key, ch);
   }
@@ -70,8 +91,13 @@ export class MemoryPresenceStore implements PresenceStore {
   }
 
   async close(): Promise<void> {
-    for (const ch of this.channels.values()) {
-      for (const userId of ch.users.keys()) emit(ch, { type: 'leave', userId });
+    for (const [key, ch] of this.channels) {
+      const slash = key.indexOf('\n');
+      const ref = { tenantId: key.slice(0, slash), channel: key.slice(slash + 1) };
+      for (const userId of ch.users.keys()) {
+        emit(ch, { type: 'leave', userId });
+        this.webhook('leave', ref, userId);
+      }
       ch.users.clear();
       ch.connections.clear();
     }

@@ -1,4 +1,19 @@
+import type { TransitionNames } from '@service-relay/webhook-events';
 import type { ChannelRef } from '../messaging/message';
+
+/**
+ * Which webhook events a store's joins and leaves are (#32): the presence
+ * store's are member_added/removed; the same store keeps channel occupancy
+ * (one "user" per channel) and users' connections (one "channel" per
+ * tenant), each under its own prefix (webhooks/transitions.ts).
+ */
+export interface PresenceWebhooks {
+  names: TransitionNames;
+  /** The event names the channel (false for the users' one pseudo-channel). */
+  withChannel: boolean;
+  /** The event names the user (false for occupancy's one pseudo-user). */
+  withUser: boolean;
+}
 
 /** One present user of a channel: several connections of one user are one member. */
 export interface StoredMember {

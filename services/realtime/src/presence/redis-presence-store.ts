@@ -6,7 +6,8 @@ import type { PresenceListener, PresenceStore, StoredMember } from './presence-s
 import { sweepIntervalMs } from './presence-store';
 import { channelKey, membershipKey, parseEvent, PresenceKeys, refOf } from './redis-presence-keys';
 import { globLiteral, unlinkMatching } from '../purge/redis-scan';
-import { definePresenceCommands, type PresenceCommands } from './redis-presence-scripts';
+import { definePresenceCommands, type EmitArgs, type PresenceCommands } from './redis-presence-scripts';
+import type { PresenceWebhooks } from './presence-store';
 
 export interface RedisPresenceStoreOptions {
   /** Commands and scripts. */
@@ -21,6 +22,8 @@ export interface RedisPresenceStoreOptions {
   logger: Logger;
   /** A Redis call slower than this counts as failed (default 1 s). */
   deadlineMs?: number;
+  /** Webhook events of this store's joins and leaves, appended in the same script (#32); absent: none. */
+  webhooks?: PresenceWebhooks & { stream: string };
 }
 
 interface Membership {
@@ -113,7 +116,7 @@ export class RedisPresenceStore implements PresenceStore {
     // swept) and the channel is in its set before the membership exists.
     const announced = this.fresh ? this.redis.relayPresenceBeat(this.k.instances, id, this.opts.scheduler.now(), '1') : undefined;
     const listed = first || this.fresh ? this.redis.sadd(this.k.instance(id), channelKey(ref)) : undefined;
-    const joined = this.redis.relayPresenceJoin(...this.k.channel(ref, id), connId, userId, dataJson === undefined ? '0' : '1', dataJson ?? '', this.k.events(ref));
+    const joined = this.redis.relayPresenceJoin(...this.k.channel(ref, id), connId, userId, dataJson === undefined ? '0' : '1', dataJson ?? '', this.k.events(ref), ...this.emit('join', ref));
     try {
       await withTimeout(Promise.all([announced, listed, joined]), this.deadlineMs);
     } catch (err) {
@@ -130,7 +133,7 @@ export class RedisPresenceStore implements PresenceStore {
     const last = this.count(ref, -1) === 0;
     if (this.closed) return;
     const id = this.instanceId;
-    const left = this.redis.relayPresenceLeave(...this.k.channel(ref, id), connId, this.k.events(ref));
+    const left = this.redis.relayPresenceLeave(...this.k.channel(ref, id), connId, this.k.events(ref), ...this.emit('leave', ref));
     const unlisted = last ? this.redis.srem(this.k.instance(id), channelKey(ref)) : undefined;
     try {
       await withTimeout(Promise.all([left, unlisted]), this.deadlineMs);
@@ -260,7 +263,7 @@ export class RedisPresenceStore implements PresenceStore {
     const writes: Promise<unknown>[] = [this.redis.relayPresenceBeat(this.k.instances, fresh, now, '1')];
     for (const k of this.perChannel.keys()) writes.push(this.redis.sadd(this.k.instance(fresh), k));
     for (const m of this.memberships.values()) {
-      writes.push(this.redis.relayPresenceJoin(...this.k.channel(m.ref, fresh), m.connId, m.userId, m.dataJson === undefined ? '0' : '1', m.dataJson ?? '', this.k.events(m.ref)));
+      writes.push(this.redis.relayPresenceJoin(...this.k.channel(m.ref, fresh), m.connId, m.userId, m.dataJson === undefined ? '0' : '1', m.dataJson ?? '', this.k.events(m.ref), ...this.emit('join', m.ref)));
     }
     await withTimeout(Promise.all(writes), this.deadlineMs);
     if (this.instanceId === fresh) this.fresh = false;
@@ -297,12 +300,19 @@ export class RedisPresenceStore implements PresenceStore {
       if (batch.length === 0) break;
       for (const k of batch) {
         const ref = refOf(k);
-        if (ref) left += await this.redis.relayPresenceRemove(...this.k.channel(ref, id), this.k.events(ref));
+        if (ref) left += await this.redis.relayPresenceRemove(...this.k.channel(ref, id), this.k.events(ref), ...this.emit('leave', ref));
         await this.redis.srem(setKey, k);
       }
     }
     await this.redis.zrem(this.k.instances, id);
     return left;
+  }
+
+  /** The scripts' webhook arguments for a join or a leave on `ref` (none without webhooks). */
+  private emit(kind: 'join' | 'leave', ref: ChannelRef): EmitArgs {
+    const w = this.opts.webhooks;
+    if (!w) return [];
+    return [w.stream, w.names[kind], ref.tenantId, w.withChannel ? ref.channel : '', w.withUser ? '1' : '0', this.opts.scheduler.now()];
   }
 
   /** Takes back a membership whose join failed, unless a leave already did. */

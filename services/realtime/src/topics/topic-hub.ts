@@ -14,6 +14,12 @@ export interface FanOutObserver {
 
 const ALWAYS = () => true;
 
+/** Told when this process's first subscriber of a channel arrives and after its last leaves (webhook occupancy, #32). */
+export interface LocalOccupancy {
+  occupied(ref: ChannelRef): void;
+  vacated(ref: ChannelRef): void;
+}
+
 interface TopicEntry {
   ref: ChannelRef;
   subscribers: Set<TopicSubscriber>;
@@ -38,6 +44,7 @@ export class TopicHub {
      * message and topic, not per subscriber.
      */
     private readonly serving: () => boolean = ALWAYS,
+    private readonly occupancy?: LocalOccupancy,
   ) {}
 
   /** Adds the subscriber at once; resolves when delivery from the bus is live. */
@@ -52,11 +59,15 @@ export class TopicHub {
           if (this.topics.get(topic) !== created) stop();
         },
         (err: unknown) => {
-          if (this.topics.get(topic) === created) this.topics.delete(topic);
+          if (this.topics.get(topic) === created) {
+            this.topics.delete(topic);
+            this.occupancy?.vacated(ref);
+          }
           throw err;
         },
       );
       this.topics.set(topic, created);
+      this.occupancy?.occupied(ref);
       entry = created;
     }
     entry.subscribers.add(subscriber);
@@ -73,6 +84,7 @@ export class TopicHub {
     if (!entry || !entry.subscribers.delete(subscriber) || entry.subscribers.size > 0) return;
     this.topics.delete(topic);
     entry.stop?.();
+    if (this.occupancy) this.occupancy.vacated(entry.ref);
   }
 
   /** Topics with at least one local subscriber. */

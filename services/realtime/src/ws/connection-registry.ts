@@ -27,6 +27,8 @@ export class ConnectionRegistry {
     private readonly metrics: RealtimeMetrics,
     /** This instance's tenant feed. */
     private readonly positions: FeedPositions,
+    /** Told of every connection that opens and closes (webhook user_connected/disconnected, #32). */
+    private readonly users?: { connected(c: object, tenantId: string, userId: string): void; disconnected(c: object, tenantId: string): void },
   ) {}
 
   add(c: TrackedConnection): void {
@@ -37,6 +39,7 @@ export class ConnectionRegistry {
       this.metrics.connectedTenants.set(this.byTenant.size);
     }
     set.add(c);
+    this.users?.connected(c, c.identity.tenantId, c.identity.userId);
     this.count += 1;
     this.metrics.connections.set(this.count);
   }
@@ -44,6 +47,7 @@ export class ConnectionRegistry {
   remove(c: TrackedConnection): void {
     const set = this.byTenant.get(c.identity.tenantId);
     if (!set?.delete(c)) return;
+    this.users?.disconnected(c, c.identity.tenantId);
     this.count -= 1;
     this.metrics.connections.set(this.count);
     if (set.size === 0) {

@@ -4,6 +4,7 @@ import type { CliConfig } from './config';
 import { deletedMessage, deleteTenantRequest, UsageError } from './delete-tenant';
 import { callbacksRequest } from './callbacks-commands';
 import { limitsPath, planRequest, setLimitsRequest, setPlanRequest } from './limits-commands';
+import { webhooksRequest } from './webhook-commands';
 import { formatUsage, type UsageFormat } from './usage-format';
 
 export interface CliOutput {
@@ -102,6 +103,11 @@ export const COMMANDS: Record<string, Command> = {
     args: 'revoke|disconnect ID USER_ID [--before S]',
     help: "one user of a tenant: revoke its tokens issued before S (unix seconds, default now; closes its connections, 4401), or disconnect it (4409)",
     request: usersRequest,
+  },
+  webhooks: {
+    args: 'list|create|get|delete|enable|disable|rotate-secret|deliveries ID [ENDPOINT_ID] [--url U --events E,…] [--overlap S] [--limit N]',
+    help: "a tenant's webhook endpoints: create (prints the signing secret once), switch on or off, rotate the secret (the old one signs too for --overlap seconds, default a day), the delivery log",
+    request: webhooksRequest,
   },
   'get-limits': { args: 'ID', help: "a tenant's plan, overrides and limits (names not set take realtime's defaults)", request: (args) => ({ method: 'GET', path: limitsPath(args[0]!), tenant: args[0] }) },
   'set-limits': {

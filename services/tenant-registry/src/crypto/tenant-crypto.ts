@@ -36,4 +36,13 @@ export class TenantCrypto {
   openCallbackSecret(tenantId: string, secretVersion: number, sealed: string): string {
     return this.box.open(sealed, callbackSecretAad(tenantId, secretVersion));
   }
+
+  /** A webhook endpoint's signing secret (#32), bound to its endpoint. */
+  sealWebhookSecret(endpointId: string, secret: string): string {
+    return this.box.seal(secret, `service-relay:webhook-secret:${endpointId}`);
+  }
+
+  openWebhookSecret(endpointId: string, sealed: string): string {
+    return this.box.open(sealed, `service-relay:webhook-secret:${endpointId}`);
+  }
 }

@@ -1,5 +1,6 @@
 import { isCanonicalUuid } from '@service-relay/core';
 import type { TenantAction } from '../tenants/tenant-admin';
+import { webhookAction } from './webhook-routes';
 
 /** POST paths under /admin/tenants/{id}/ and what they do. */
 export const ACTIONS: ReadonlyArray<readonly [string, TenantAction]> = [
@@ -66,6 +67,7 @@ export function describeAdminCall(method: string, path: string): AdminCall {
   const tenantId = isCanonicalUuid(id) ? id : null;
   if (rest.length === 0) return { action: m === 'GET' ? 'get' : m === 'PATCH' ? 'update' : m === 'DELETE' ? 'delete' : 'unknown', tenantId };
   const suffix = rest.join('/').toLowerCase();
+  if (rest[0]!.toLowerCase() === 'webhooks') return { action: webhookAction(m, rest), tenantId };
   if (suffix === 'usage') return { action: m === 'GET' ? 'tenant_usage' : 'unknown', tenantId };
   if (suffix === LIMITS_PATH) return { action: LIMITS_ACTIONS[m] ?? 'unknown', tenantId };
   if (suffix === 'callbacks') return { action: CALLBACKS_ACTIONS[m] ?? 'unknown', tenantId };

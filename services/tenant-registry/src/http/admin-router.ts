@@ -27,6 +27,8 @@ import { parseFlag, tenantIdParam } from './admin-params';
 import { callbacksRoutes } from './admin-callbacks';
 import type { CallbacksAdmin } from '../tenants/callbacks-admin';
 import type { AdminLive } from './admin-live';
+import type { WebhooksAdmin } from '../webhooks/webhooks-admin';
+import { adminWebhookRoutes } from './webhook-routes';
 
 /** Reads the body into `req.body` (a Buffer); past the limit `payload_too_large`, a client gone mid-body `invalid_body`. */
 function rawBodyUpTo(limit: number) {
@@ -57,6 +59,8 @@ export interface AdminRouterDeps {
   callbacks?: CallbacksAdmin | undefined;
   /** The live view of realtime instances and feed consumers (#31); absent, that route answers 404. */
   live?: AdminLive | undefined;
+  /** Webhook endpoints (#32); absent, those routes answer 404. */
+  webhooks?: WebhooksAdmin | undefined;
   adminTokens: AdminTokens;
   audit: AuditLog;
   metrics: RegistryMetrics;
@@ -287,6 +291,8 @@ export function adminRouter(deps: AdminRouterDeps): Router {
   if (deps.callbacks) callbacksRoutes(router, { callbacks: deps.callbacks, answer, notPropagated: notPropagatedWith, named, body: rawBodyUpTo(MAX_META_BODY_BYTES), emptyBody, methodNotAllowed });
   const live = deps.live; // #31, the console's Live page
   if (live) router.route('/live').get(named('live'), async (req, res) => answer(req, res, 200, await live.read())).all(methodNotAllowed('GET'));
+  // One handler for the admin API and the host server API (webhook-routes.ts).
+  if (deps.webhooks) adminWebhookRoutes(router, { webhooks: deps.webhooks, tenantExists: async (id) => (await admin.get(id)) !== undefined, answer, named, body: rawBodyUpTo(MAX_META_BODY_BYTES), tenantIdParam, optionalJsonBody });
 
   router
     .route('/audit')

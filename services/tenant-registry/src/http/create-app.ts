@@ -17,6 +17,7 @@ import type { TokenExplainer } from '../verifier/token-explainer';
 import type { AdminUsage } from './admin-usage';
 import type { AdminLive } from './admin-live';
 import { consoleFiles, type ConsoleFiles } from './console-files';
+import type { WebhooksAdmin } from '../webhooks/webhooks-admin';
 
 export interface AppDeps {
   admin: TenantAdmin;
@@ -41,6 +42,8 @@ export interface AppDeps {
   live?: AdminLive;
   /** The operator console's built files (#31, readConsoleFiles), served at /console/; absent, /console/ answers 404. */
   consoleFiles?: ConsoleFiles | undefined;
+  /** Webhook endpoints (#32), on the admin and the host server API; absent, those routes answer 404. */
+  webhooks?: WebhooksAdmin;
 }
 
 /** The registry's HTTP API: host-sync fetch and admin API (ops endpoints are served in front of it). */
@@ -67,6 +70,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(hostSyncFetch(deps.hostSync, deps.metrics, deps.logger, deps.hostFetch));
   if (deps.hostApi) app.use(hostApi({ ...deps.hostApi, callbacks: deps.callbacks, hostSync: deps.hostSync, metrics: deps.metrics, logger: deps.logger, limit: deps.hostFetch }));
   if (deps.consoleFiles) app.use('/console', consoleFiles(deps.consoleFiles));
+  if (deps.hostApi) app.use(hostApi({ ...deps.hostApi, callbacks: deps.callbacks, ...(deps.webhooks && { webhooks: deps.webhooks }), hostSync: deps.hostSync, metrics: deps.metrics, logger: deps.logger, limit: deps.hostFetch }));
   app.use('/admin', adminRouter({ ...deps, users: deps.hostApi?.users }));
   app.use((_req, res) => sendError(res, 'not_found', NO_STORE));
 

@@ -10,6 +10,8 @@ import { callbacksView, type CallbacksAdmin, type CallbacksOutcome } from '../te
 import { hostCredentialGate, type HostFetchLimit } from './host-sync-fetch';
 import { requestLog } from './request-log';
 import { NO_STORE } from './send';
+import type { WebhooksAdmin } from '../webhooks/webhooks-admin';
+import { webhookCall } from './webhook-routes';
 
 /**
  * The host path, matched on the raw path (never decoded: the tenant segment
@@ -23,13 +25,15 @@ type Route =
   | { name: 'disconnect'; method: 'POST'; user: string }
   | { name: 'revoke_tokens'; method: 'POST'; user: string }
   | { name: 'callbacks'; method: 'GET, PUT, DELETE' }
-  | { name: 'callbacks_rotate_secret' | 'callbacks_expire_previous'; method: 'POST' };
+  | { name: 'callbacks_rotate_secret' | 'callbacks_expire_previous'; method: 'POST' }
+  | { name: 'webhooks'; method: '*'; rest: string[] };
 
 function routeOf(rest: string): Route | undefined {
   if (rest === 'messages') return { name: 'publish', method: 'POST' };
   if (rest === 'callbacks') return { name: 'callbacks', method: 'GET, PUT, DELETE' };
   if (rest === 'callbacks/secret/rotate') return { name: 'callbacks_rotate_secret', method: 'POST' };
   if (rest === 'callbacks/secret/expire_previous') return { name: 'callbacks_expire_previous', method: 'POST' };
+  if (rest === 'webhooks' || rest.startsWith('webhooks/')) return { name: 'webhooks', method: '*', rest: rest.split('/') };
   let m = /^channels\/([^/]+)\/presence$/.exec(rest);
   if (m) return { name: 'presence', method: 'GET', channel: m[1]! };
   m = /^users\/([^/]+)\/(disconnect|revoke_tokens)$/.exec(rest);
@@ -47,6 +51,8 @@ export interface HostApiDeps {
   clock?: Clock;
   /** Subscribe/publish callbacks (#32); absent, those routes answer 404 (as unknown paths). */
   callbacks?: CallbacksAdmin | undefined;
+  /** Webhook endpoints (#32); absent, those routes are not served here. */
+  webhooks?: WebhooksAdmin;
 }
 
 /**
@@ -60,10 +66,10 @@ export function hostApi(deps: HostApiDeps) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const m = HOST_PATH.exec(req.path);
     const route = m ? routeOf(m[2]!) : undefined;
-    if (!m || !route || (route.name.startsWith('callbacks') && !deps.callbacks)) return next();
+    if (!m || !route || (route.name.startsWith('callbacks') && !deps.callbacks) || (route.name === 'webhooks' && !deps.webhooks)) return next();
     res.once('finish', () => deps.metrics.hostRequest(route.name, res.statusCode));
     const method = req.method === 'HEAD' ? 'GET' : req.method;
-    if (!route.method.split(', ').includes(method)) return sendError(res, 'method_not_allowed', { ...NO_STORE, allow: route.method });
+    if (route.method !== '*' && !route.method.split(', ').includes(method)) return sendError(res, 'method_not_allowed', { ...NO_STORE, allow: route.method });
     const tenantId = m[1]!;
     const ok = await hostCredentialGate(req, res, tenantId, async (credentials) => ((await deps.hostSync.authenticate(tenantId, credentials)) ? true : undefined), {
       logger: deps.logger,
@@ -88,6 +94,8 @@ export function hostApi(deps: HostApiDeps) {
         case 'callbacks_rotate_secret':
         case 'callbacks_expire_previous':
           return await hostCallbacks(deps.callbacks!, req, res, tenantId, route.name, method);
+        case 'webhooks':
+          return await webhooks(deps, req, res, tenantId, route.rest);
       }
     } catch (err) {
       next(err);
@@ -161,6 +169,15 @@ async function hostCallbacks(callbacks: CallbacksAdmin, req: Request, res: Respo
   const view = callbacksView(out);
   if (!out.propagation.confirmed) return sendJson(res, httpStatusFor('change_not_propagated'), errorBody('change_not_propagated', { callbacks: view }), { ...NO_STORE, 'retry-after': '1' });
   sendJson(res, 200, view, NO_STORE);
+}
+
+/** The admin API's webhook calls, for the tenant the credential proves (webhook-routes.ts). */
+async function webhooks(deps: HostApiDeps, req: Request, res: Response, tenantId: string, rest: string[]): Promise<void> {
+  const body = await readJson(req, res, MAX_META_BODY_BYTES);
+  if (body === NOT_READ) return;
+  const a = await webhookCall(deps.webhooks!, tenantId, req.method, rest, body, req.query);
+  if (!a) return sendError(res, 'not_found', NO_STORE);
+  sendJson(res, a.status, a.body, { ...NO_STORE, ...(a.allow && { allow: a.allow }) });
 }
 
 /** realtime's answer as it is: its contract errors (413, 400, 503) are the host's too. */

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { parseCallbackSettings, parseChannelRules, type CallbackSettings, type ChannelRules } from '@service-relay/channels';
 import { ManualClock } from '@service-relay/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,7 @@ import type { Db } from '../db/db';
 import { PURGE_STEPS } from './tenant-deletion';
 import { TenantStore } from './tenant-store';
 import { emptyCounts, UsageStore } from './usage-store';
+import { WebhookStore } from './webhook-store';
 import type { StoreHarness } from './tenant-store.contract';
 
 const CALLBACKS = parseCallbackSettings({ url: 'https://host.example/cb', subscribe: ['room:*'] }, false) as CallbackSettings;
@@ -51,6 +52,12 @@ export function tenantDeletionContract(driver: string, makeHarness: () => Promis
         await store.limits.set(t, { replace: true, overrides: { max_subscriptions: 5 } });
         await store.callbacks.set(t, CALLBACKS);
         const hourMs = clock.now() - (clock.now() % 3_600_000);
+        // Webhooks (#32): an endpoint, a queued event and an attempt in its log.
+        const hooks = new WebhookStore(db);
+        const endpointId = randomUUID();
+        await hooks.create({ endpointId, tenantId: t, url: 'https://example.com/hook', events: ['member_added'], secret: 'sealed', now: new Date(clock.now()) });
+        await hooks.enqueue([{ endpointId, tenantId: t, eventId: randomUUID(), event: { type: 'member_added' }, createdAt: new Date(clock.now()) }], undefined);
+        await hooks.recordAttempt(endpointId, t, { attemptedAt: new Date(clock.now()), events: 1, firstEventId: null, status: 500, error: 'x', latencyMs: 1, nextAttemptAt: null, delivered: [], failures: 1, failingSince: null });
         await new UsageStore(db, clock).applyFlush({ flushId: `i:${t}`, instanceId: 'i', rows: [{ ...emptyCounts(), tenantId: t, hourMs, deliveries: 1, peakConnections: 1, refusals: { subscriptions: 1 } }] });
       }
       await store.rotate(id);

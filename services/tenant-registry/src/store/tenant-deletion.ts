@@ -33,6 +33,10 @@ export const PURGE_STEPS: readonly PurgeStep[] = [
   { table: 'tenant_usage', sql: 'DELETE FROM tenant_usage WHERE tenant_id = $1 RETURNING 1', usage: true },
   { table: 'tenant_usage_peaks', sql: 'DELETE FROM tenant_usage_peaks WHERE tenant_id = $1 RETURNING 1', usage: true },
   { table: 'tenant_usage_refusals', sql: 'DELETE FROM tenant_usage_refusals WHERE tenant_id = $1 RETURNING 1', usage: true },
+  // Webhooks (migration 011): the log and the queue before the endpoints they belong to.
+  { table: 'webhook_attempts', sql: 'DELETE FROM webhook_attempts WHERE tenant_id = $1 RETURNING 1' },
+  { table: 'webhook_deliveries', sql: 'DELETE FROM webhook_deliveries WHERE tenant_id = $1 RETURNING 1' },
+  { table: 'webhook_endpoints', sql: 'DELETE FROM webhook_endpoints WHERE tenant_id = $1 RETURNING 1' },
 ];
 
 /** A deleted tenant as the key lookup sees it: no keys, the tombstone's version and the feed position read with it. */

@@ -1,0 +1,2 @@
+export * from './webhook-event';
+export * from './in-process-webhook-events';

@@ -1,0 +1,246 @@
+import type { Db, Queryable } from '../db/db';
+
+/** At most this many endpoints per tenant. */
+export const MAX_ENDPOINTS_PER_TENANT = 10;
+/** Attempts kept per endpoint in its delivery log. */
+const ATTEMPTS_KEPT = 100;
+
+export interface WebhookEndpointRow {
+  endpointId: string;
+  tenantId: string;
+  url: string;
+  events: string[];
+  enabled: boolean;
+  /** Sealed (SECRETS_KEY). */
+  secret: string;
+  previousSecret: string | null;
+  previousExpiresAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+  failures: number;
+  failingSince: Date | null;
+  nextAttemptAt: Date | null;
+}
+
+export interface QueuedDelivery {
+  seq: number;
+  eventId: string;
+  /** The event as sent (docs/PROTOCOL.md "Webhooks"). */
+  event: Record<string, unknown>;
+  createdAt: Date;
+}
+
+export interface AttemptRow {
+  attemptedAt: Date;
+  events: number;
+  firstEventId: string | null;
+  status: number | null;
+  error: string | null;
+  latencyMs: number;
+  nextAttemptAt: Date | null;
+}
+
+export interface NewDelivery {
+  endpointId: string;
+  tenantId: string;
+  eventId: string;
+  event: Record<string, unknown>;
+  createdAt: Date;
+}
+
+/** Webhook endpoints, their durable delivery queues and logs, the sender's lease and stream position (migration 011). */
+export class WebhookStore {
+  constructor(private readonly db: Db) {}
+
+  /** Undefined when the tenant does not exist (or is deleted); 'too_many' past MAX_ENDPOINTS_PER_TENANT. */
+  async create(row: { endpointId: string; tenantId: string; url: string; events: string[]; secret: string; now: Date }): Promise<WebhookEndpointRow | 'too_many' | undefined> {
+    return this.db.transaction(async (tx) => {
+      const [tenant] = await tx.query('SELECT 1 FROM tenants WHERE tenant_id = $1 AND deleted_at IS NULL FOR UPDATE', [row.tenantId]);
+      if (!tenant) return undefined;
+      const [count] = await tx.query<{ n: string | number }>('SELECT count(*) AS n FROM webhook_endpoints WHERE tenant_id = $1', [row.tenantId]);
+      if (Number(count!.n) >= MAX_ENDPOINTS_PER_TENANT) return 'too_many';
+      const [created] = await tx.query<Record<string, unknown>>(
+        `INSERT INTO webhook_endpoints (endpoint_id, tenant_id, url, events, enabled, secret, created_at, updated_at)
+         VALUES ($1, $2, $3, $4::jsonb, true, $5, $6, $6) RETURNING *`,
+        [row.endpointId, row.tenantId, row.url, JSON.stringify(row.events), row.secret, row.now.toISOString()],
+      );
+      return toEndpoint(created!);
+    });
+  }
+
+  async list(tenantId: string): Promise<WebhookEndpointRow[]> {
+    return (await this.db.query<Record<string, unknown>>('SELECT * FROM webhook_endpoints WHERE tenant_id = $1 ORDER BY created_at, endpoint_id', [tenantId])).map(toEndpoint);
+  }
+
+  async get(tenantId: string, endpointId: string): Promise<WebhookEndpointRow | undefined> {
+    const [row] = await this.db.query<Record<string, unknown>>('SELECT * FROM webhook_endpoints WHERE tenant_id = $1 AND endpoint_id = $2', [tenantId, endpointId]);
+    return row && toEndpoint(row);
+  }
+
+  async remove(tenantId: string, endpointId: string): Promise<boolean> {
+    return (await this.db.query('DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND endpoint_id = $2 RETURNING 1', [tenantId, endpointId])).length > 0;
+  }
+
+  /** The on/off switch; switched on, a waiting retry is due at once. */
+  async setEnabled(tenantId: string, endpointId: string, enabled: boolean, now: Date): Promise<WebhookEndpointRow | undefined> {
+    const [row] = await this.db.query<Record<string, unknown>>(
+      `UPDATE webhook_endpoints SET enabled = $3, updated_at = $4, next_attempt_at = CASE WHEN $3 THEN NULL ELSE next_attempt_at END
+        WHERE tenant_id = $1 AND endpoint_id = $2 RETURNING *`,
+      [tenantId, endpointId, enabled, now.toISOString()],
+    );
+    return row && toEndpoint(row);
+  }
+
+  /** The new secret signs from now on; the old one is sent beside it until `previousUntil`. */
+  async rotateSecret(tenantId: string, endpointId: string, sealed: (previous: string) => { secret: string; previous: string }, previousUntil: Date, now: Date): Promise<WebhookEndpointRow | undefined> {
+    return this.db.transaction(async (tx) => {
+      const [cur] = await tx.query<{ secret: string }>('SELECT secret FROM webhook_endpoints WHERE tenant_id = $1 AND endpoint_id = $2 FOR UPDATE', [tenantId, endpointId]);
+      if (!cur) return undefined;
+      const next = sealed(cur.secret);
+      const [row] = await tx.query<Record<string, unknown>>(
+        `UPDATE webhook_endpoints SET secret = $3, previous_secret = $4, previous_expires_at = $5, updated_at = $6
+          WHERE endpoint_id = $2 AND tenant_id = $1 RETURNING *`,
+        [tenantId, endpointId, next.secret, next.previous, previousUntil.toISOString(), now.toISOString()],
+      );
+      return toEndpoint(row!);
+    });
+  }
+
+  /** Endpoints of these tenants, switched on or off (the sender's routing: an endpoint switched off keeps its queue, paused). */
+  async endpointsOf(tenantIds: readonly string[]): Promise<WebhookEndpointRow[]> {
+    if (tenantIds.length === 0) return [];
+    return (await this.db.query<Record<string, unknown>>('SELECT * FROM webhook_endpoints WHERE tenant_id = ANY($1::uuid[])', [tenantIds])).map(toEndpoint);
+  }
+
+  /** Enabled endpoints with something queued whose retry (if any) is due. */
+  async due(now: Date): Promise<Array<WebhookEndpointRow & { oldest: Date; queued: number }>> {
+    const rows = await this.db.query<Record<string, unknown>>(
+      `SELECT e.*, q.oldest, q.queued FROM webhook_endpoints e
+         JOIN (SELECT endpoint_id, min(created_at) AS oldest, count(*) AS queued FROM webhook_deliveries GROUP BY endpoint_id) q ON q.endpoint_id = e.endpoint_id
+        WHERE e.enabled AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= $1)`,
+      [now.toISOString()],
+    );
+    return rows.map((r) => ({ ...toEndpoint(r), oldest: toDate(r.oldest)!, queued: Number(r.queued) }));
+  }
+
+  /** Queued events per endpoint, and how many endpoints are failing (metrics). */
+  async backlog(): Promise<{ queued: number; failing: number }> {
+    const [q] = await this.db.query<{ n: string | number }>('SELECT count(*) AS n FROM webhook_deliveries');
+    const [f] = await this.db.query<{ n: string | number }>('SELECT count(*) AS n FROM webhook_endpoints WHERE enabled AND failures > 0');
+    return { queued: Number(q!.n), failing: Number(f!.n) };
+  }
+
+  async queued(endpointId: string, limit: number): Promise<QueuedDelivery[]> {
+    const rows = await this.db.query<Record<string, unknown>>('SELECT seq, event_id, event, created_at FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY seq LIMIT $2', [endpointId, limit]);
+    return rows.map((r) => ({ seq: Number(r.seq), eventId: String(r.event_id), event: (typeof r.event === 'string' ? JSON.parse(r.event) : r.event) as Record<string, unknown>, createdAt: toDate(r.created_at)! }));
+  }
+
+  async queuedCount(endpointId: string): Promise<number> {
+    const [row] = await this.db.query<{ n: string | number }>('SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = $1', [endpointId]);
+    return Number(row!.n);
+  }
+
+  /** Events older than `before` are given up; returns how many. */
+  async expire(endpointId: string, before: Date): Promise<number> {
+    return (await this.db.query('DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND created_at < $2 RETURNING 1', [endpointId, before.toISOString()])).length;
+  }
+
+  /** Stores what was read from the stream and moves the position, in one transaction: nothing read twice or lost. */
+  async enqueue(deliveries: readonly NewDelivery[], streamPosition: string | undefined): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      for (const d of deliveries) {
+        await tx.query('INSERT INTO webhook_deliveries (endpoint_id, tenant_id, event_id, event, created_at) VALUES ($1, $2, $3, $4::jsonb, $5)', [
+          d.endpointId,
+          d.tenantId,
+          d.eventId,
+          JSON.stringify(d.event),
+          d.createdAt.toISOString(),
+        ]);
+      }
+      if (streamPosition !== undefined) await setPosition(tx, streamPosition);
+    });
+  }
+
+  async streamPosition(): Promise<string | undefined> {
+    const [row] = await this.db.query<{ last_id: string }>('SELECT last_id FROM webhook_stream_position WHERE id = 1');
+    return row?.last_id;
+  }
+
+  /** One attempt's outcome: delivered events leave the queue, the endpoint's retry state and log move, in one transaction. */
+  async recordAttempt(endpointId: string, tenantId: string, a: AttemptRow & { delivered: readonly number[]; failures: number; failingSince: Date | null }): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      if (a.delivered.length > 0) await tx.query('DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND seq = ANY($2::bigint[])', [endpointId, a.delivered]);
+      await tx.query('UPDATE webhook_endpoints SET failures = $2, failing_since = $3, next_attempt_at = $4 WHERE endpoint_id = $1', [
+        endpointId,
+        a.failures,
+        a.failingSince?.toISOString() ?? null,
+        a.nextAttemptAt?.toISOString() ?? null,
+      ]);
+      await tx.query(
+        `INSERT INTO webhook_attempts (endpoint_id, tenant_id, attempted_at, events, first_event_id, status, error, latency_ms, next_attempt_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        [endpointId, tenantId, a.attemptedAt.toISOString(), a.events, a.firstEventId, a.status, a.error, a.latencyMs, a.nextAttemptAt?.toISOString() ?? null],
+      );
+      await tx.query(
+        `DELETE FROM webhook_attempts WHERE endpoint_id = $1 AND attempt_id <= (SELECT attempt_id FROM webhook_attempts WHERE endpoint_id = $1 ORDER BY attempt_id DESC OFFSET $2 LIMIT 1)`,
+        [endpointId, ATTEMPTS_KEPT],
+      );
+    });
+  }
+
+  async attempts(endpointId: string, limit: number): Promise<AttemptRow[]> {
+    const rows = await this.db.query<Record<string, unknown>>('SELECT * FROM webhook_attempts WHERE endpoint_id = $1 ORDER BY attempt_id DESC LIMIT $2', [endpointId, limit]);
+    return rows.map((r) => ({
+      attemptedAt: toDate(r.attempted_at)!,
+      events: Number(r.events),
+      firstEventId: (r.first_event_id as string | null) ?? null,
+      status: r.status === null ? null : Number(r.status),
+      error: (r.error as string | null) ?? null,
+      latencyMs: Number(r.latency_ms),
+      nextAttemptAt: toDate(r.next_attempt_at),
+    }));
+  }
+
+  /** Takes or renews the sender's lease on the database's clock; true while `holder` has it. */
+  async lease(holder: string, ms: number): Promise<boolean> {
+    const rows = await this.db.query(
+      `INSERT INTO webhook_sender_lease (id, holder, until) VALUES (1, $1, now() + $2 * interval '1 millisecond')
+       ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, until = excluded.until
+        WHERE webhook_sender_lease.holder = excluded.holder OR webhook_sender_lease.until < now()
+       RETURNING 1`,
+      [holder, ms],
+    );
+    return rows.length > 0;
+  }
+
+  async release(holder: string): Promise<void> {
+    await this.db.query('DELETE FROM webhook_sender_lease WHERE id = 1 AND holder = $1', [holder]);
+  }
+}
+
+async function setPosition(tx: Queryable, id: string): Promise<void> {
+  await tx.query('INSERT INTO webhook_stream_position (id, last_id) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET last_id = excluded.last_id', [id]);
+}
+
+function toEndpoint(r: Record<string, unknown>): WebhookEndpointRow {
+  return {
+    endpointId: String(r.endpoint_id),
+    tenantId: String(r.tenant_id),
+    url: String(r.url),
+    events: (typeof r.events === 'string' ? JSON.parse(r.events) : r.events) as string[],
+    enabled: r.enabled === true,
+    secret: String(r.secret),
+    previousSecret: (r.previous_secret as string | null) ?? null,
+    previousExpiresAt: toDate(r.previous_expires_at),
+    createdAt: toDate(r.created_at)!,
+    updatedAt: toDate(r.updated_at)!,
+    failures: Number(r.failures),
+    failingSince: toDate(r.failing_since),
+    nextAttemptAt: toDate(r.next_attempt_at),
+  };
+}
+
+function toDate(v: unknown): Date | null {
+  if (v === null || v === undefined) return null;
+  return v instanceof Date ? v : new Date(String(v));
+}
