@@ -88,7 +88,7 @@ describe('docs/openapi.yaml against the running services', () => {
     expect((await call('GET', '/admin/tenants')).status).toBe(401);
 
     // Every change, on the second tenant; refusals on the first route of each kind.
-    const changes = ['disable', 'enable', 'jwt_secret/rotate', 'jwt_secret/expire_previous', 'jwt_secret/revoke_all', 'host_sync/rotate'];
+    const changes = ['disable', 'enable', 'jwt_secret/rotate', 'jwt_secret/expire_previous', 'jwt_secret/revoke_all', 'host_sync/rotate', 'host_sync/expire_previous'];
     for (const change of changes) {
       const template = `/admin/tenants/{tenant_id}/${change}`;
       const ok = await call('POST', template, { headers: admin(), params: { tenant_id: other.tenant_id } });
@@ -99,6 +99,11 @@ describe('docs/openapi.yaml against the running services', () => {
       expect((await call('POST', template, { headers: { ...admin(), ...json }, params: { tenant_id: other.tenant_id }, body: `"${'x'.repeat(2000)}"` })).status).toBe(413);
     }
     expect(errors(await call('POST', '/admin/tenants/{tenant_id}/disable', { headers: { ...admin(), ...json }, params: { tenant_id: other.tenant_id }, body: '[1]' }))).toEqual(['invalid_body']);
+    // The host-sync overlap (#33): keep_previous, and a bad value of it.
+    const overlap = { headers: admin(), params: { tenant_id: other.tenant_id } };
+    expect((await call('POST', '/admin/tenants/{tenant_id}/host_sync/rotate', { ...overlap, query: { keep_previous: 'true' } })).body).toMatchObject({ has_previous_host_sync: true });
+    expect(errors(await call('POST', '/admin/tenants/{tenant_id}/host_sync/rotate', { ...overlap, query: { keep_previous: 'maybe' } }))).toEqual(['invalid_query']);
+    expect((await call('POST', '/admin/tenants/{tenant_id}/host_sync/expire_previous', overlap)).body).toMatchObject({ has_previous_host_sync: false });
 
     // Channel rules (#13), on the second tenant.
     const rules = '/admin/tenants/{tenant_id}/channel_rules';

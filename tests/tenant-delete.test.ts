@@ -9,7 +9,7 @@ import { TestSocket } from './support/ws-client';
 
 const UNAUTHORIZED_FETCH = '{"errors":["invalid_host_sync_credentials"]}';
 /** The per-tenant tables of PostgreSQL (services/tenant-registry/src/store/tenant-deletion.ts PURGE_STEPS). */
-const TENANT_TABLES = ['tenant_channel_rules', 'user_revocations', 'tenant_limits', 'tenant_usage', 'tenant_usage_peaks', 'tenant_usage_refusals'];
+const TENANT_TABLES = ['tenant_channel_rules', 'user_revocations', 'tenant_limits', 'tenant_callbacks', 'webhook_endpoints', 'tenant_usage', 'tenant_usage_peaks', 'tenant_usage_refusals'];
 
 // DELETE /admin/tenants/{id} (#30 item 4) across the whole stack: every
 // service its own process, two realtime instances (the gateway sends REST to
@@ -113,6 +113,9 @@ describe('deleting a tenant across the whole stack', () => {
     // History streams (and meta, idempotency keys) of four channels, presence on both instances, the connection count, the verifier's key cache.
     for (const family of ['ch:{', 'presence:{', 'tenant-conns:{', '{verifier}:keys:']) expect(keysBefore.some((k) => k.startsWith(family)), family).toBe(true);
     expect(keysBefore.filter((k) => k.includes('/idem/'))).toHaveLength(2);
+    // Its callbacks (#32: asked for no channel it uses) and a webhook endpoint (nothing listens there: its events stay queued).
+    expect((await adminCall('PUT', `/tenants/${A}/callbacks`, { url: 'http://127.0.0.1:9/relay', subscribe: ['never-used'] })).status).toBe(200);
+    expect((await adminCall('POST', `/tenants/${A}/webhooks`, { url: 'http://127.0.0.1:9/hook', events: ['member_added', 'user_connected'] })).status).toBe(201);
     // Its own limits, and usage (with a refusal: a message over its largest) flushed by both instances.
     expect((await adminCall('PUT', `/tenants/${A}/limits`, { overrides: { max_message_bytes: 1024 } })).status).toBe(200);
     const tooLarge = await rest(token, '/channels/rest0/messages', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ data: 'x'.repeat(2000) }) });
@@ -135,7 +138,7 @@ describe('deleting a tenant across the whole stack', () => {
     expect(deleted.stderr).toContain(`deleting tenant ${A}`);
     expect(deleted.stderr).toContain('in force on every instance');
     const view = JSON.parse(deleted.stdout) as Record<string, unknown>;
-    expect(view).toEqual({ tenant_id: A, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: { tenant_channel_rules: 1, user_revocations: 1, tenant_limits: 1, tenant_callbacks: 0, tenant_usage: expect.any(Number), tenant_usage_peaks: expect.any(Number), tenant_usage_refusals: expect.any(Number) } });
+    expect(view).toEqual({ tenant_id: A, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: { tenant_channel_rules: 1, user_revocations: 1, tenant_limits: 1, tenant_callbacks: 1, tenant_usage: expect.any(Number), tenant_usage_peaks: expect.any(Number), tenant_usage_refusals: expect.any(Number), webhook_attempts: expect.any(Number), webhook_deliveries: expect.any(Number), webhook_endpoints: 1 } });
 
     // At the 200 A's rows are gone from PostgreSQL (one transaction with the tombstone), its connections closed
     // and its tokens refused on both instances, and each instance has begun purging; wait for both to report it done.
@@ -189,7 +192,7 @@ describe('deleting a tenant across the whole stack', () => {
     const again = await adminCall('DELETE', `/tenants/${A}`);
     expect(again.status, await again.clone().text()).toBe(200);
     const view = (await again.json()) as Record<string, unknown>;
-    expect(view).toEqual({ tenant_id: A, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: { tenant_channel_rules: 0, user_revocations: 0, tenant_limits: 0, tenant_callbacks: 0, tenant_usage: 0, tenant_usage_peaks: 0, tenant_usage_refusals: 0 } });
+    expect(view).toEqual({ tenant_id: A, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: { tenant_channel_rules: 0, user_revocations: 0, tenant_limits: 0, tenant_callbacks: 0, tenant_usage: 0, tenant_usage_peaks: 0, tenant_usage_refusals: 0, webhook_attempts: 0, webhook_deliveries: 0, webhook_endpoints: 0 } });
     const [row] = (await db.query('SELECT deleted_at FROM tenants WHERE tenant_id = $1', [A])).rows as Array<{ deleted_at: Date }>;
     expect(view.deleted_at).toBe(row!.deleted_at.toISOString());
 

@@ -22,6 +22,8 @@ describe('loadConfig', () => {
       verifierAddr: '127.0.0.1:50051',
       tenantFeed: { registryAddr: '127.0.0.1:50052', leaseMs: 2000 },
       internalToken: base.INTERNAL_TOKEN,
+      acceptedInternalTokens: [base.INTERNAL_TOKEN],
+      webhookEvents: true,
       redis: { url: undefined, prefix: 'relay:' },
       verifyDeadlineMs: 2000,
       historyMaxMessages: 1000,

@@ -2998,7 +2998,17 @@ export interface operations {
         requestBody?: components["requestBodies"]["Empty"];
         responses: {
             200: components["responses"]["TenantChangedWithHostSyncSecret"];
-            400: components["responses"]["AdminInvalidTenantIdOrBody"];
+            /** @description `invalid_tenant_id`, `invalid_body` (a body other than none, empty or `{}`), or `invalid_query` with a `problem` (`keep_previous` other than `true`/`false`, another query parameter). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorInvalidTenantIdOrBody"] | components["schemas"]["ErrorProblem"];
+                };
+            };
             401: components["responses"]["InvalidAdminToken"];
             404: components["responses"]["TenantNotFound"];
             413: components["responses"]["AdminPayloadTooLarge"];

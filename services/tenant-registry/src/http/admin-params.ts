@@ -1,5 +1,6 @@
 import type { Request } from 'express';
 import { isCanonicalUuid, RelayError } from '@service-relay/core';
+import type { TenantAction } from '../tenants/tenant-admin';
 
 /** The path's tenant id; `invalid_tenant_id` unless canonical. */
 export function tenantIdParam(req: Request): string {
@@ -27,4 +28,16 @@ export function parseFlag(query: Request['query'], name: string): boolean | stri
   if (v === undefined || v === 'false') return false;
   if (v === 'true') return true;
   return `${name} is true or false`;
+}
+
+/**
+ * The action a POST under /admin/tenants/{id}/ runs: `host_sync/rotate` takes
+ * `?keep_previous=true` (#33: the replaced secret stays accepted); the other
+ * actions ignore their query, as they always have.
+ */
+export function actionWithQuery(action: TenantAction, query: Request['query']): { action: TenantAction; problem?: string } {
+  if (action !== 'rotate_host_sync') return { action };
+  const keep = parseFlag(query, 'keep_previous');
+  if (typeof keep === 'string') return { action, problem: keep };
+  return { action: keep ? 'rotate_host_sync_keep_previous' : action };
 }

@@ -8,7 +8,7 @@ import type { RegistryMetrics } from '../metrics';
 import type { TenantChannelRules } from '../store/channel-rules-store';
 import type { TenantDeletion } from '../store/tenant-deletion';
 import type { PropagationResult } from '../tenants/propagation';
-import type { AdminOutcome, TenantAction, TenantAdmin } from '../tenants/tenant-admin';
+import type { AdminOutcome, TenantAdmin } from '../tenants/tenant-admin';
 import { toTenantView } from '../tenants/tenant';
 import { MAX_LABELS, parseTenantFilter, parseTenantMeta } from '../tenants/tenant-meta';
 import { isProblem, parseRevokeRequest, parseUserId } from '../tenants/host-requests';
@@ -23,7 +23,7 @@ import type { TokenExplainer } from '../verifier/token-explainer';
 import type { AdminUsage } from './admin-usage';
 import type { LimitsAdmin } from '../tenants/limits-admin';
 import { limitsRoutes } from './admin-limits';
-import { parseFlag, tenantIdParam } from './admin-params';
+import { actionWithQuery, parseFlag, tenantIdParam } from './admin-params';
 import { callbacksRoutes } from './admin-callbacks';
 import type { CallbacksAdmin } from '../tenants/callbacks-admin';
 import type { AdminLive } from './admin-live';
@@ -166,13 +166,9 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     router
       .route(`/tenants/:id/${path}`)
       .post(named(action), rawBody, requireEmptyBody, async (req, res) => {
-        let chosen: TenantAction = action;
-        if (action === 'rotate_host_sync') {
-          const keep = parseFlag(req.query, 'keep_previous');
-          if (typeof keep === 'string') return answer(req, res, 400, errorBody('invalid_query', { problem: keep }), {}, 'invalid_query');
-          if (keep) chosen = 'rotate_host_sync_keep_previous';
-        }
-        const change = await admin.apply(tenantIdParam(req), chosen);
+        const chosen = actionWithQuery(action, req.query);
+        if (chosen.problem) return answer(req, res, 400, errorBody('invalid_query', { problem: chosen.problem }), {}, 'invalid_query');
+        const change = await admin.apply(tenantIdParam(req), chosen.action);
         if (!change) throw new RelayError('tenant_not_found');
         await answerChange(answer, req, res, 200, change);
       })

@@ -34,14 +34,14 @@ describe('admin API: deleting a tenant', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toContain('no-store');
     const view = (await res.json()) as Record<string, unknown>;
-    expect(view).toEqual({ tenant_id: t.tenant_id, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: { tenant_channel_rules: 0, user_revocations: 0, tenant_limits: 0, tenant_callbacks: 0, tenant_usage: 0, tenant_usage_peaks: 0, tenant_usage_refusals: 0 } });
+    expect(view).toEqual({ tenant_id: t.tenant_id, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: { tenant_channel_rules: 0, user_revocations: 0, tenant_limits: 0, tenant_callbacks: 0, tenant_usage: 0, tenant_usage_peaks: 0, tenant_usage_refusals: 0, webhook_attempts: 0, webhook_deliveries: 0, webhook_endpoints: 0 } });
     // In force before the answer: the consumer had applied it.
     expect(reg.events.filter((e) => e.tenant_id === t.tenant_id).map((e) => e.kind)).toEqual(['created', 'deleted']);
 
     const again = await reg.admin('DELETE', `/admin/tenants/${t.tenant_id}?keep_usage=true`);
     expect(again.status).toBe(200);
     // The usage tables are kept (not named in `purged`); the rest purged again (nothing left).
-    expect(await again.json()).toEqual({ ...view, usage_kept: true, purged: { tenant_channel_rules: 0, user_revocations: 0, tenant_limits: 0, tenant_callbacks: 0 } });
+    expect(await again.json()).toEqual({ ...view, usage_kept: true, purged: { tenant_channel_rules: 0, user_revocations: 0, tenant_limits: 0, tenant_callbacks: 0, webhook_attempts: 0, webhook_deliveries: 0, webhook_endpoints: 0 } });
     expect(reg.events.filter((e) => e.tenant_id === t.tenant_id).map((e) => e.kind)).toEqual(['created', 'deleted', 'deleted']);
 
     // Its host-sync credential is refused with the fetch's usual 401.
