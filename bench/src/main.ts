@@ -16,6 +16,7 @@ import { revocation } from './scenarios/revocation';
 import { verifierTransport } from './scenarios/verifier-transport';
 import { usageMetering } from './scenarios/usage-metering';
 import { verifyCore } from './scenarios/verify-core';
+import { webhooks } from './scenarios/webhooks';
 import { startStack, type Stack } from './stack/stack';
 
 /**
@@ -33,6 +34,7 @@ const SCENARIOS: Record<string, Scenario> = {
   revocation,
   'channel-rules': channelRules,
   usage: usageMetering,
+  webhooks,
   scale: instanceScale,
 };
 /** Too long for --quick (about a minute per deployment); runs there only when named in --only. */
