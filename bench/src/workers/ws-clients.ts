@@ -204,7 +204,13 @@ function churnStart(args: { group: string; base: string; key: TenantKey; channel
       if (c.started - c.done - c.failed >= 8) return;
       const topic = `tenants/${args.key.tenantId}/channels/${args.channelPrefix}-${c.started++}`;
       const ws = new WebSocket(proto.url(args.base), { headers: proto.headers(signTokens(args.key, 1)[0]), perMessageDeflate: false });
+      let refused = '';
       ws.on('error', () => {});
+      ws.once('unexpected-response', (_req, res) => {
+        refused = ` (upgrade answered ${res.statusCode})`;
+        res.resume();
+        ws.terminate();
+      });
       proto.handshake(ws, 'subscribed', topic).then(
         () => {
           ws.close();
@@ -213,7 +219,7 @@ function churnStart(args: { group: string; base: string; key: TenantKey; channel
         (err: unknown) => {
           ws.terminate();
           c.failed += 1;
-          c.firstError ??= err instanceof Error ? err.message : String(err);
+          c.firstError ??= `${err instanceof Error ? err.message : String(err)}${refused}`;
         },
       );
     }, args.everyMs),
