@@ -59,7 +59,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.exit(130);
   });
 }
-const WATCHDOG_MS = quick ? 180_000 : 720_000;
+const WATCHDOG_MS = quick ? 240_000 : 720_000;
 setTimeout(() => {
   log(`watchdog: the bench ran over ${WATCHDOG_MS / 1000} s, killing everything`);
   killAllWorkers();

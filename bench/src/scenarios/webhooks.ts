@@ -86,7 +86,7 @@ export const webhooks: Scenario = {
             off: { start: () => start('off'), stop: () => stop('off'), count: () => count('off'), cpu: [off.worker, subscribers, publisher, churner, stack.workers.registry] },
           },
           ['on', 'off'],
-          { rounds: Math.max(2, budget.httpRuns), slices: SLICES, sliceMs: (budget.seconds * 1000) / SLICES, sliceWarmupMs: SLICE_WARMUP_MS },
+          { rounds: Math.max(2, budget.httpRuns), slices: budget.quick ? 2 : SLICES, sliceMs: (budget.seconds * 1000) / SLICES, sliceWarmupMs: SLICE_WARMUP_MS },
           (round, f) => ctx.log(`webhooks: round ${round + 1}: ratio ${(f.on.at(-1)! / f.off.at(-1)!).toFixed(3)}${AA ? ' (A/A: both sides without webhooks)' : ''}`),
         );
         // Events flowed: the receiver got (nearly) every churned connection's six, less the last sender batch still on its way.
