@@ -16,6 +16,7 @@ import { revocation } from './scenarios/revocation';
 import { verifierTransport } from './scenarios/verifier-transport';
 import { usageMetering } from './scenarios/usage-metering';
 import { verifyCore } from './scenarios/verify-core';
+import { webhooks } from './scenarios/webhooks';
 import { startStack, type Stack } from './stack/stack';
 
 /**
@@ -33,6 +34,7 @@ const SCENARIOS: Record<string, Scenario> = {
   revocation,
   'channel-rules': channelRules,
   usage: usageMetering,
+  webhooks,
   scale: instanceScale,
 };
 /** Too long for --quick (about a minute per deployment); runs there only when named in --only. */
@@ -57,7 +59,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.exit(130);
   });
 }
-const WATCHDOG_MS = quick ? 180_000 : 720_000;
+const WATCHDOG_MS = quick ? 240_000 : 720_000;
 setTimeout(() => {
   log(`watchdog: the bench ran over ${WATCHDOG_MS / 1000} s, killing everything`);
   killAllWorkers();

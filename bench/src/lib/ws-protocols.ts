@@ -60,6 +60,8 @@ const contractFrames = (needsReady: boolean, path: string, batching = false): Cl
   async handshake(ws, level, topic) {
     // Listen before the upgrade finishes: ours sends `ready` right after it.
     const ready = needsReady && level !== 'open' ? waitFor(ws, isType('ready'), 'ready') : Promise.resolve();
+    // A connection refused before it opens rejects below; this wait must not become an unhandled rejection then.
+    ready.catch(() => {});
     await new Promise<void>((resolve, reject) => {
       if (ws.readyState === ws.OPEN) return resolve();
       ws.once('open', () => resolve());

@@ -1,6 +1,7 @@
 import { makeRow } from '../lib/result-schema';
-import { rotate, sleep, withWorkers, type Scenario } from '../lib/scenario';
-import { watchCpu, type WorkerHandle } from '../lib/workers';
+import { sleep, withWorkers, type Scenario } from '../lib/scenario';
+import { sideBySide } from '../lib/side-by-side';
+import type { WorkerHandle } from '../lib/workers';
 
 const ROW = { name: 'usage_metering_ratio', unit: 'msgs/s', baselineName: 'same realtime, USAGE_METERING=false, tenant without limits of its own', target: 0.95 };
 /** The tenant's own limits on the measured side (#30 item 1): every one set, none reached by the load. */
@@ -22,9 +23,9 @@ const WINDOW = 32;
 const CHANNEL = 'bench-usage';
 /**
  * Each round measures each side in this many slices, in turns (A B B A ...),
- * and sums them: with one 5-second turn a side, a shift in the machine's load
- * between the two turns moved a round's ratio by up to 10% (0.91-1.04 on a
- * quiet machine with no difference in code).
+ * and sums them (lib/side-by-side.ts): with one 5-second turn a side, a shift
+ * in the machine's load between the two turns moved a round's ratio by up to
+ * 10% (0.91-1.04 on a quiet machine with no difference in code).
  */
 const SLICES = 4;
 const SLICE_WARMUP_MS = 300;
@@ -74,31 +75,15 @@ export const usageMetering: Scenario = {
           await sleep(Math.max(1, budget.warmupSeconds) * 1000);
           await publisher.call('publishStop', { group: side });
         }
-        const figures: Record<keyof typeof sides, number[]> = { on: [], off: [] };
-        const limited: Partial<Record<keyof typeof sides, string>> = {};
-        const rounds = Math.max(2, budget.httpRuns);
-        const sliceMs = (budget.seconds * 1000) / SLICES;
-        for (let round = 0; round < rounds; round++) {
-          const delivered = { on: 0, off: 0 };
-          const elapsedMs = { on: 0, off: 0 };
-          // A B B A A B B A ...: the order flips every slice pair, so a drift in the machine's load falls on both sides alike.
-          for (let slice = 0; slice < SLICES; slice++) {
-            for (const side of rotate(['on', 'off'] as const, round + Math.floor((slice + 1) / 2))) {
-              await start(side);
-              await sleep(SLICE_WARMUP_MS);
-              const cpu = await watchCpu([sides[side].worker, subscribers, publisher]);
-              const before = await count(side);
-              await sleep(sliceMs);
-              const after = await count(side);
-              limited[side] = await cpu();
-              await publisher.call('publishStop', { group: side });
-              delivered[side] += after.delivered - before.delivered;
-              elapsedMs[side] += after.atMs - before.atMs;
-            }
-          }
-          for (const side of ['on', 'off'] as const) figures[side].push((delivered[side] / elapsedMs[side]) * 1000);
-          ctx.log(`usage: round ${round + 1}: ratio ${(figures.on.at(-1)! / figures.off.at(-1)!).toFixed(3)}${AA ? ' (A/A: both sides off)' : ''}`);
-        }
+        const { figures, limited } = await sideBySide(
+          {
+            on: { start: () => start('on'), stop: () => publisher.call('publishStop', { group: 'on' }), count: () => count('on'), cpu: [on.worker, subscribers, publisher] },
+            off: { start: () => start('off'), stop: () => publisher.call('publishStop', { group: 'off' }), count: () => count('off'), cpu: [off.worker, subscribers, publisher] },
+          },
+          ['on', 'off'],
+          { rounds: Math.max(2, budget.httpRuns), slices: SLICES, sliceMs: (budget.seconds * 1000) / SLICES, sliceWarmupMs: SLICE_WARMUP_MS },
+          (round, f) => ctx.log(`usage: round ${round + 1}: ratio ${(f.on.at(-1)! / f.off.at(-1)!).toFixed(3)}${AA ? ' (A/A: both sides off)' : ''}`),
+        );
         const note = `${SUBSCRIBERS} subscribers, ${MESSAGE_BYTES}-byte data, window ${WINDOW}; metering flushes every 1 s; measured tenant with every limit of its own set`;
         return [makeRow({ ...ROW, ours: figures.on, baseline: figures.off, quick: budget.quick, limitedBy: limited.on, baselineLimitedBy: limited.off, note })];
       } finally {

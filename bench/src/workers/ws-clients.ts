@@ -8,7 +8,8 @@ import { PROTOCOLS, type Level, type Variant } from '../lib/ws-protocols';
 /**
  * A load-generating process of WebSocket clients: opens groups of connections
  * (timed, with bounded concurrency), counts delivered messages, records when
- * and how connections were closed, and runs a window-bounded publisher.
+ * and how connections were closed, runs a window-bounded publisher, and
+ * churns connections (connect, subscribe, close) at a steady pace.
  */
 
 interface Group {
@@ -179,6 +180,64 @@ async function publishStop({ group }: { group: string }) {
   return { sent: p.sent, echoed: p.echoed };
 }
 
+interface Churn {
+  timer: NodeJS.Timeout;
+  started: number;
+  done: number;
+  failed: number;
+  firstError?: string;
+}
+const churns = new Map<string, Churn>();
+
+/**
+ * Every `everyMs`, a new user connects, subscribes to a channel of its own
+ * (`<channelPrefix>-<n>`) and closes: the connections and subscriptions that
+ * come and go beside a steady load (at most 8 under way at once).
+ */
+function churnStart(args: { group: string; base: string; key: TenantKey; channelPrefix: string; everyMs: number }) {
+  const proto = PROTOCOLS.relay;
+  const c: Churn = {
+    started: 0,
+    done: 0,
+    failed: 0,
+    timer: setInterval(() => {
+      if (c.started - c.done - c.failed >= 8) return;
+      const topic = `tenants/${args.key.tenantId}/channels/${args.channelPrefix}-${c.started++}`;
+      const ws = new WebSocket(proto.url(args.base), { headers: proto.headers(signTokens(args.key, 1)[0]), perMessageDeflate: false });
+      let refused = '';
+      ws.on('error', () => {});
+      ws.once('unexpected-response', (_req, res) => {
+        refused = ` (upgrade answered ${res.statusCode})`;
+        res.resume();
+        ws.terminate();
+      });
+      proto.handshake(ws, 'subscribed', topic).then(
+        () => {
+          ws.close();
+          c.done += 1;
+        },
+        (err: unknown) => {
+          ws.terminate();
+          c.failed += 1;
+          c.firstError ??= `${err instanceof Error ? err.message : String(err)}${refused}`;
+        },
+      );
+    }, args.everyMs),
+  };
+  churns.set(args.group, c);
+  return { started: true };
+}
+
+async function churnStop({ group }: { group: string }) {
+  const c = churns.get(group);
+  if (!c) return { done: 0, failed: 0 };
+  clearInterval(c.timer);
+  churns.delete(group);
+  const deadline = Date.now() + 5000;
+  while (c.done + c.failed < c.started && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  return c.firstError === undefined ? { done: c.done, failed: c.failed } : { done: c.done, failed: c.failed, firstError: c.firstError };
+}
+
 serveWorker(
   {
     open: open,
@@ -190,6 +249,8 @@ serveWorker(
     awaitClosed: awaitClosed,
     publishStart: publishStart,
     publishStop: publishStop,
+    churnStart: churnStart,
+    churnStop: churnStop,
   },
   async () => {
     for (const name of [...groups.keys()]) await closeGroup({ group: name });
