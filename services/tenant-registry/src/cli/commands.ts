@@ -48,7 +48,7 @@ function rotateHostSyncRequest(args: string[]): CliRequest {
   if (id === undefined || id.startsWith('--')) throw new UsageError('rotate-host-sync takes a tenant id, then optionally --keep-previous');
   const keep = flags.length === 1 && flags[0] === '--keep-previous';
   if (flags.length > 0 && !keep) throw new UsageError(`rotate-host-sync takes --keep-previous, got ${JSON.stringify(flags.join(' '))}`);
-  return { ...tenantPath('/host_sync/rotate')(args), ...(keep && { path: `/admin/tenants/${encodeURIComponent(id)}/host_sync/rotate?keep_previous=true` }) };
+  return tenantPath(keep ? '/host_sync/rotate?keep_previous=true' : '/host_sync/rotate')(args);
 }
 
 export const COMMANDS: Record<string, Command> = {
