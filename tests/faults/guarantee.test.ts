@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ServiceName } from './support/fault-stack';
 import { violationCount } from './support/guarantee-judge';
 import { GuaranteeLoad, type LoadShape } from './support/guarantee-load';
-import { faults, runRounds, Target, verdictOf } from './support/guarantee-rounds';
+import { faults, runRounds, Target, verdictOf, type Judged, type Side } from './support/guarantee-rounds';
 import { eventually, gatewayMe, sleepUntil, Tenant } from './support/probes';
 import { SteadyTraffic } from './support/steady-traffic';
 import { finalChecks, useFaultStack } from './support/suite';
@@ -17,15 +17,17 @@ import { finalChecks, useFaultStack } from './support/suite';
 // REGISTRY_GRPC_ADDR, the gateways in REGISTRY_URL), gateway1 → verifier1 /
 // realtime1, gateway2 → verifier2 / realtime2.
 //
-// Load shape, chosen for a 2-core machine shared with other test runs: 6 HTTP
-// loops (3 per gateway, /me and REST publishes in turn) and 4 WebSocket loops
-// (one per upgrade path: realtime1, realtime2, gateway1/ws, gateway2/ws), 15 ms
-// between two requests of a loop, half of the tokens fresh and half reused
-// from the last 48 (a reused token is what a verdict cache answers). That is
-// about 250-400 requests/s: enough that every call has requests in flight at
-// every consumer (dozens per round), small enough that the 40 rounds of a
-// fault take 40-60 s, the file about 4 minutes.
-const SHAPE: LoadShape = { httpLoops: 6, wsLoops: 4, pauseMs: 15, holdMs: 600, publishEveryMs: 150 };
+// Load shape, chosen for a 2-core machine shared with other test runs: per
+// tenant (two per fault: one disabled, one revoked, in the same rounds), 6
+// HTTP loops (3 per gateway, /me and REST publishes in turn) and 4 WebSocket
+// loops (one per upgrade path: realtime1, realtime2, gateway1/ws,
+// gateway2/ws), 30 ms between two requests of a loop, half of the tokens
+// fresh and half reused from the last 48 (a reused token is what a verdict
+// cache answers). That is about 250-400 requests/s in all: enough that every
+// call has requests in flight at every consumer (dozens per round), small
+// enough that the 20 rounds of a fault (each a disable and a revoke_all sent
+// together under the fault) take 20-30 s, the file about 2 minutes.
+const SHAPE: LoadShape = { httpLoops: 6, wsLoops: 4, pauseMs: 30, holdMs: 600, publishEveryMs: 150 };
 const ROUNDS = 20;
 const FAULT_TEST_MS = 180_000;
 
@@ -57,23 +59,25 @@ describe('faults: no verdict outlives a change it preceded; one of two registrie
     it(`${label}: ${ROUNDS} disables and ${ROUNDS} revoke_alls under load through two gateways and two realtime instances, and no request sent after a 200 is accepted`, async () => {
       const { stack } = suite;
       const fault = faults(stack)[key];
-      const t = await Tenant.create(stack);
-      suite.tenants.push(t);
-      const target = new Target(stack, t);
-      const load = new GuaranteeLoad(stack, target, SHAPE, FAULT_TEST_MS - 20_000);
-      load.start();
-      let disables: Awaited<ReturnType<typeof runRounds>> = [];
-      let revokes: Awaited<ReturnType<typeof runRounds>> = [];
-      try {
-        disables = await runRounds(stack, target, load, fault, 'disable', ROUNDS);
-        revokes = await runRounds(stack, target, load, fault, 'revoke_all', ROUNDS);
-      } finally {
-        await load.stop();
-        load.closeLive();
-        t.secrets.push(...target.secrets);
+      // One tenant disabled, another's secrets revoked, in the same rounds under the same fault.
+      const sides: Side[] = [];
+      for (const op of ['disable', 'revoke_all'] as const) {
+        const t = await Tenant.create(stack);
+        suite.tenants.push(t);
+        const target = new Target(stack, t);
+        sides.push({ op, target, load: new GuaranteeLoad(stack, target, SHAPE, FAULT_TEST_MS - 20_000), rounds: [] });
       }
-      const d = verdictOf(fault, 'disable', disables, load);
-      const r = verdictOf(fault, 'revoke_all', revokes, load);
+      for (const side of sides) side.load.start();
+      try {
+        await runRounds(stack, fault, sides, ROUNDS);
+      } finally {
+        await Promise.all(sides.map((side) => side.load.stop()));
+        for (const side of sides) {
+          side.load.closeLive();
+          suite.tenants.find((t) => t.id === side.target.id)!.secrets.push(...side.target.secrets);
+        }
+      }
+      const [d, r] = sides.map((side) => verdictOf(fault, side.op, side.rounds, side.load)) as [Judged, Judged];
       // The rule judges calls answered 200; a fault may legitimately make some answer 503, but not most.
       expect(d.judged, 'disables answered 200').toBeGreaterThanOrEqual(ROUNDS / 2);
       expect(r.judged, 'revoke_alls answered 200').toBeGreaterThanOrEqual(ROUNDS / 2);

@@ -121,9 +121,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     await deleteRedisPrefix(redisPrefix);
   };
   try {
-    await startOne('registry');
-    await Promise.all(['verifier1', 'verifier2'].map(startOne));
-    await Promise.all(['realtime1', 'realtime2', 'gateway'].map(startOne));
+    // Every process at once (the consumers retry the registry until it answers, as after any
+    // restart), then each one's /readyz: its dependencies wired. One phase after the other cost
+    // a whole-stack file about 3 s more on two cores.
+    await Promise.all(Object.keys(procs).map(startOne));
+    await Promise.all(Object.keys(procs).map((n) => waitForHttp(health[n]!.replace(/\/healthz$/, '/readyz'), 30_000, procs[n])));
   } catch (err) {
     await stopAll();
     throw err;

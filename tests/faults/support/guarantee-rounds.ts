@@ -102,51 +102,67 @@ export function verdictOf(fault: CallFault, op: string, rounds: Round[], load: G
   return { verdict, line, judged: ok.length };
 }
 
+/** One op's side of a joint round: its tenant, the load signing for it, the rounds answered so far. */
+export interface Side {
+  op: 'disable' | 'revoke_all';
+  target: Target;
+  load: GuaranteeLoad;
+  rounds: Round[];
+}
+
 /**
- * `n` rounds of one op under one fault, with the load running: live
- * connections of the tenant on every WebSocket path, the fault, the call;
- * after a 200, at least WINDOW_MS of load (and until every socket open at
- * the 200 closed, or a second passed), then the reset (`enable`, or the new
- * secret adopted). verdictOf() judges them once the load has stopped.
+ * `n` rounds under one fault, each striking every side's call at once: live
+ * connections of each tenant on every WebSocket path, the fault, the calls
+ * (a disable of one tenant and a revoke_all of another, sent together);
+ * after each 200, at least WINDOW_MS of its tenant's load (and until every
+ * socket open at the 200 closed, or a second passed), then the reset
+ * (`enable`, or the new secret adopted). Each call is judged on its own
+ * tenant's records (verdictOf, once the loads have stopped), so one fault
+ * covers both ops: 20 rounds judge 20 disables and 20 revoke_alls, each made
+ * under the fault, in half the time of one op after the other.
  */
-export async function runRounds(stack: FaultStack, target: Target, load: GuaranteeLoad, fault: CallFault, op: 'disable' | 'revoke_all', n: number): Promise<Round[]> {
-  const rounds: Round[] = [];
+export async function runRounds(stack: FaultStack, fault: CallFault, sides: Side[], n: number): Promise<void> {
   const paths: Array<[string, string]> = [
     ['realtime1', stack.realtimeWs[0]],
     ['realtime2', stack.realtimeWs[1]],
     ...stack.gatewayUrls.map((u, k): [string, string] => [`gateway${k + 1}/ws`, `${u.replace(/^http/, 'ws')}/ws`]),
   ];
+  const pathOf = (side: Side) => (side.op === 'disable' ? `/admin/tenants/${side.target.id}/disable` : `/admin/tenants/${side.target.id}/jwt_secret/revoke_all`);
   for (let i = 0; i < n; i++) {
-    const live: SocketRecord[] = await Promise.all(paths.map(([via, url]) => load.openLive(via, url)));
-    const path = op === 'disable' ? `/admin/tenants/${target.id}/disable` : `/admin/tenants/${target.id}/jwt_secret/revoke_all`;
-    const gen = target.gen;
+    const live = await Promise.all(sides.map((side) => Promise.all(paths.map(([via, url]) => side.load.openLive(via, url)))));
+    const gens = sides.map((side) => side.target.gen);
     // Loop sockets open now stay open (unless the server closes them) until a second past the answer.
-    load.holdOpenUntil = Date.now() + 60_000;
+    for (const side of sides) side.load.holdOpenUntil = Date.now() + 60_000;
     const heal = await fault.inject(i);
-    const answer = await stack.admin('POST', path);
-    load.holdOpenUntil = answer.answeredAt + CLOSE_WITHIN_MS + 100;
+    const answers = await Promise.all(sides.map(async (side) => {
+      const answer = await stack.admin('POST', pathOf(side));
+      side.load.holdOpenUntil = answer.answeredAt + CLOSE_WITHIN_MS + 100;
+      return answer;
+    }));
     await heal();
-    if (answer.status === 200) {
-      // Bounded: WINDOW_MS, and up to the contract's second while a socket open at the 200 is still open.
-      const openAt = (s: SocketRecord) => s.closeCode === undefined;
-      for (let k = 0; k < 200; k++) {
-        const now = Date.now();
-        if (now >= answer.answeredAt + CLOSE_WITHIN_MS + 50) break;
-        if (now >= answer.answeredAt + WINDOW_MS && !live.some(openAt) && load.loopSocketsOpenSince(answer.answeredAt) === 0) break;
-        await pause(20);
+    await Promise.all(sides.map(async (side, k) => {
+      const answer = answers[k]!;
+      if (answer.status === 200) {
+        // Bounded: WINDOW_MS, and up to the contract's second while a socket open at the 200 is still open.
+        const openAt = (s: SocketRecord) => s.closeCode === undefined;
+        for (let j = 0; j < 200; j++) {
+          const now = Date.now();
+          if (now >= answer.answeredAt + CLOSE_WITHIN_MS + 50) break;
+          if (now >= answer.answeredAt + WINDOW_MS && !live[k]!.some(openAt) && side.load.loopSocketsOpenSince(answer.answeredAt) === 0) break;
+          await pause(20);
+        }
       }
-    }
-    const round: Round = { op, tenantId: target.id, answer, revokedGen: gen, endAt: undefined };
-    if (op === 'disable') {
-      round.endAt = Date.now();
-      const enabled = await stack.admin('POST', `/admin/tenants/${target.id}/enable`);
-      if (enabled.status !== 200) throw new Error(`enable answered ${enabled.status}: ${enabled.text.slice(0, 200)}`);
-    } else {
-      await target.adoptRevokeAll(answer.status === 200 ? answer : await stack.admin('POST', path));
-      load.resetPool();
-    }
-    load.closeLive();
-    rounds.push(round);
+      const round: Round = { op: side.op, tenantId: side.target.id, answer, revokedGen: gens[k]!, endAt: undefined };
+      if (side.op === 'disable') {
+        round.endAt = Date.now();
+        const enabled = await stack.admin('POST', `/admin/tenants/${side.target.id}/enable`);
+        if (enabled.status !== 200) throw new Error(`enable answered ${enabled.status}: ${enabled.text.slice(0, 200)}`);
+      } else {
+        await side.target.adoptRevokeAll(answer.status === 200 ? answer : await stack.admin('POST', pathOf(side)));
+        side.load.resetPool();
+      }
+      side.load.closeLive();
+      side.rounds.push(round);
+    }));
   }
-  return rounds;
 }
