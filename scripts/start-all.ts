@@ -4,7 +4,7 @@
  * cache and bus); with them set, the same services use the real servers.
  */
 import { resolve } from 'node:path';
-import { createLogger, EnvReader, GENERATED_SECRET_NAMES, loadOrCreateEmbeddedSecrets, readRedisSettings, runMain, type Env } from '@service-relay/core';
+import { createLogger, EnvReader, fillEmbeddedSecrets, readRedisSettings, runMain, type Env } from '@service-relay/core';
 import { createTenantEventBus } from '@service-relay/tenant-events';
 import { InProcessWebhookEvents } from '@service-relay/webhook-events';
 import * as registry from '@service-relay/tenant-registry';
@@ -22,11 +22,8 @@ async function main(): Promise<Running> {
   env.DATA_DIR = dataDir;
 
   let secretsNote = 'from the environment';
-  if (GENERATED_SECRET_NAMES.some((n) => !env[n])) {
-    const secrets = loadOrCreateEmbeddedSecrets(dataDir);
-    for (const name of GENERATED_SECRET_NAMES) env[name] ||= secrets.values[name];
-    secretsNote = `${secrets.created ? 'generated into' : 'read from'} ${secrets.file}`;
-  }
+  const secrets = fillEmbeddedSecrets(env, dataDir);
+  if (secrets) secretsNote = `${secrets.created ? 'generated into' : 'read from'} ${secrets.file}`;
 
   // In one process the peers are this process: a port moved by its variable
   // moves the address its callers use, unless that is set explicitly.

@@ -88,7 +88,7 @@ describe('embedded secrets', () => {
     expect(first.created).toBe(true);
     expect(statSync(first.file).mode & 0o777).toBe(0o600);
     expect(first.values.ADMIN_TOKEN.length).toBeGreaterThanOrEqual(32);
-    expect(Buffer.from(first.values.SECRETS_KEY, 'base64')).toHaveLength(32);
+    expect(Buffer.from(first.values.SECRETS_KEY!, 'base64')).toHaveLength(32);
     const second = loadOrCreateEmbeddedSecrets(dir);
     expect(second.created).toBe(false);
     expect(second.values).toEqual(first.values);

@@ -1,6 +1,7 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { KEY_ID_PATTERN, LEGACY_KEY_ID, type KeyringEntry } from './keyring';
 import { parseRedisUrl, RedisUrlError } from './redis';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -147,13 +148,55 @@ export class EnvReader {
   secretsKey(name = 'SECRETS_KEY'): Buffer {
     const v = this.raw(name);
     if (v === undefined) throw new ConfigError(name, 'is required (32 random bytes in base64: openssl rand -base64 32)');
+    return this.keyBytes(name, '', v);
+  }
+
+  /**
+   * The keyring (docs/OPERATIONS.md "Rotating SECRETS_KEY"): SECRETS_KEYS,
+   * `id:base64key` entries newest first, then SECRETS_KEY as the key k0
+   * (oldest). Either or both; SECRETS_KEY alone is the keyring of k0. No
+   * message ever contains a key.
+   */
+  secretsKeyring(): KeyringEntry[] {
+    const list = this.raw('SECRETS_KEYS');
+    const single = this.raw('SECRETS_KEY');
+    if (list === undefined && single === undefined) {
+      throw new ConfigError('SECRETS_KEY', 'is required (32 random bytes in base64: openssl rand -base64 32), or SECRETS_KEYS (id:key,… newest first)');
+    }
+    const entries: KeyringEntry[] = [];
+    const items = list === undefined ? [] : list.split(',').map((s) => s.trim());
+    if (items.some((s) => s === '')) throw new ConfigError('SECRETS_KEYS', 'has an empty entry (id:base64key entries, comma-separated, newest first)');
+    for (const [i, item] of items.entries()) {
+      const colon = item.indexOf(':');
+      const id = colon < 0 ? '' : item.slice(0, colon);
+      if (!KEY_ID_PATTERN.test(id)) {
+        throw new ConfigError('SECRETS_KEYS', `entry ${i + 1} is not id:base64key with an id of 1-32 letters, digits, _ or - (e.g. k1:$(openssl rand -base64 32))`);
+      }
+      if (entries.some((e) => e.id === id)) throw new ConfigError('SECRETS_KEYS', `names key ${id} twice`);
+      entries.push({ id, key: this.keyBytes('SECRETS_KEYS', ` (key ${id})`, item.slice(colon + 1)) });
+    }
+    if (single !== undefined) {
+      if (entries.some((e) => e.id === LEGACY_KEY_ID)) {
+        throw new ConfigError('SECRETS_KEYS', `names ${LEGACY_KEY_ID}, the id SECRETS_KEY stands for: give that key in one of the two, not both`);
+      }
+      entries.push({ id: LEGACY_KEY_ID, key: this.secretsKey() });
+    }
+    for (const [i, a] of entries.entries()) {
+      const same = entries.slice(i + 1).find((b) => timingSafeEqual(a.key, b.key));
+      if (same) throw new ConfigError('SECRETS_KEYS', `gives keys ${a.id} and ${same.id} the same value: each key id needs a key of its own`);
+    }
+    return entries;
+  }
+
+  /** `v` as a 32-byte key, or a ConfigError naming `name` (and `what`, e.g. " (key k1)"), never the value. */
+  private keyBytes(name: string, what: string, v: string): Buffer {
     const key = Buffer.from(v, 'base64');
     if (key.length !== 32 || key.toString('base64') !== v.trim()) {
-      throw new ConfigError(name, 'must be 32 bytes in base64 (openssl rand -base64 32)');
+      throw new ConfigError(name, `${what.trim() ? `${what.trim()} ` : ''}must be 32 bytes in base64 (openssl rand -base64 32)`);
     }
     // 32 random bytes have ~30 distinct values; fewer than 8 is a placeholder (all zeros, one repeated byte).
     if (!this.insecureSecretsAllowed() && new Set(key).size < MIN_DISTINCT) {
-      throw new ConfigError(name, `is a placeholder, not random bytes (openssl rand -base64 32)${INSECURE_HINT}`);
+      throw new ConfigError(name, `${what.trim() ? `${what.trim()} ` : ''}is a placeholder, not random bytes (openssl rand -base64 32)${INSECURE_HINT}`);
     }
     return key;
   }
@@ -205,12 +248,15 @@ export const GENERATED_SECRET_NAMES = ['ADMIN_TOKEN', 'INTERNAL_TOKEN', 'SECRETS
 export interface EmbeddedSecrets {
   file: string;
   created: boolean;
-  values: Record<(typeof GENERATED_SECRET_NAMES)[number], string>;
+  /** The file's values: the two tokens, and SECRETS_KEY or SECRETS_KEYS (or both, during a rotation). */
+  values: { ADMIN_TOKEN: string; INTERNAL_TOKEN: string; SECRETS_KEY?: string; SECRETS_KEYS?: string };
 }
 
 /**
  * The embedded default: credentials missing from the environment are generated
  * once into DATA_DIR/secrets.env (mode 0600) and reused on every later start.
+ * The file may hold SECRETS_KEYS beside or instead of SECRETS_KEY (a rotation,
+ * docs/OPERATIONS.md "Rotating SECRETS_KEY").
  */
 export function loadOrCreateEmbeddedSecrets(dataDir: string): EmbeddedSecrets {
   const dir = resolve(dataDir);
@@ -218,9 +264,10 @@ export function loadOrCreateEmbeddedSecrets(dataDir: string): EmbeddedSecrets {
   if (existsSync(file)) {
     const values = parseEnvFile(readFileSync(file, 'utf8'));
     for (const name of GENERATED_SECRET_NAMES) {
-      if (!values[name]) throw new ConfigError(name, `is missing from ${file}`);
+      if (!values[name] && !(name === 'SECRETS_KEY' && values.SECRETS_KEYS)) throw new ConfigError(name, `is missing from ${file}`);
     }
-    return { file, created: false, values: values as EmbeddedSecrets['values'] };
+    const { ADMIN_TOKEN, INTERNAL_TOKEN, SECRETS_KEY, SECRETS_KEYS } = values as EmbeddedSecrets['values'];
+    return { file, created: false, values: { ADMIN_TOKEN, INTERNAL_TOKEN, ...(SECRETS_KEY && { SECRETS_KEY }), ...(SECRETS_KEYS && { SECRETS_KEYS }) } };
   }
   mkdirSync(dir, { recursive: true });
   const values = {
@@ -232,6 +279,24 @@ export function loadOrCreateEmbeddedSecrets(dataDir: string): EmbeddedSecrets {
   writeFileSync(file, text, { mode: 0o600 });
   chmodSync(file, 0o600);
   return { file, created: true, values };
+}
+
+/**
+ * Fills what `env` lacks from the embedded secrets file: each token on its
+ * own; the keyring whole (SECRETS_KEY and SECRETS_KEYS from the file only
+ * when the environment sets neither). Undefined when nothing was missing.
+ */
+export function fillEmbeddedSecrets(env: Record<string, string | undefined>, dataDir: string): EmbeddedSecrets | undefined {
+  const keyringSet = Boolean(env.SECRETS_KEY || env.SECRETS_KEYS);
+  if (env.ADMIN_TOKEN && env.INTERNAL_TOKEN && keyringSet) return undefined;
+  const secrets = loadOrCreateEmbeddedSecrets(dataDir);
+  env.ADMIN_TOKEN ||= secrets.values.ADMIN_TOKEN;
+  env.INTERNAL_TOKEN ||= secrets.values.INTERNAL_TOKEN;
+  if (!keyringSet) {
+    env.SECRETS_KEY = secrets.values.SECRETS_KEY;
+    env.SECRETS_KEYS = secrets.values.SECRETS_KEYS;
+  }
+  return secrets;
 }
 
 export function parseEnvFile(text: string): Record<string, string> {

@@ -17,3 +17,4 @@ export * from './streams';
 export * from './tick-shape';
 export * from './usage/index';
 export * from './webhook-signature';
+export * from './keyring';

@@ -1,5 +1,5 @@
 import { hkdfSync } from 'node:crypto';
-import { DEFAULT_PORTS, EnvReader, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig } from '@service-relay/core';
+import { DEFAULT_PORTS, EnvReader, Keyring, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig } from '@service-relay/core';
 
 export interface VerifierConfig {
   grpcPort: number;
@@ -14,10 +14,11 @@ export interface VerifierConfig {
   /** INTERNAL_TOKEN and INTERNAL_TOKEN_NEXT while it is set: what this service accepts from callers. */
   acceptedInternalTokens: readonly string[];
   /**
-   * AES-256-GCM key for the shared (Redis) key cache, derived from SECRETS_KEY.
-   * Undefined only without REDIS_URL, where no entry ever leaves the process.
+   * AES-256-GCM keys for the shared (Redis) key cache, derived from each key
+   * of SECRETS_KEYS / SECRETS_KEY (same ids; the newest seals). Undefined
+   * only without REDIS_URL, where no entry ever leaves the process.
    */
-  cacheKey: Buffer | undefined;
+  cacheKeys: Keyring | undefined;
   redis: RedisSettings;
   maxTokenLifetimeS: number;
   keyCacheTtlS: number;
@@ -37,10 +38,10 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Ve
   const r = new EnvReader(env);
   const redis = readRedisSettings(r);
   requireRedisWhenAlone(redis, opts.standalone);
-  // SECRETS_KEY only protects entries written to Redis; in one process without
+  // The keyring only protects entries written to Redis; in one process without
   // Redis it is not needed, but a value that is set must still be well formed.
   const tenantFeed = readTenantFeedConfig(r);
-  const secretsKey = redis.url !== undefined || r.raw('SECRETS_KEY') !== undefined ? r.secretsKey() : undefined;
+  const keys = redis.url !== undefined || r.raw('SECRETS_KEY') !== undefined || r.raw('SECRETS_KEYS') !== undefined ? r.secretsKeyring() : undefined;
   return Object.freeze({
     grpcPort: r.port('VERIFIER_GRPC_PORT', DEFAULT_PORTS.VERIFIER_GRPC_PORT),
     httpPort: r.port('VERIFIER_HTTP_PORT', DEFAULT_PORTS.VERIFIER_HTTP_PORT),
@@ -49,7 +50,7 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Ve
     registryAddr: tenantFeed.registryAddr,
     tenantFeed: Object.freeze(tenantFeed),
     ...r.internalTokens(),
-    cacheKey: secretsKey ? deriveCacheKey(secretsKey) : undefined,
+    cacheKeys: keys ? new Keyring(keys).derive(CACHE_KEY_INFO) : undefined,
     redis: Object.freeze({ ...redis }),
     maxTokenLifetimeS: r.int('MAX_TOKEN_LIFETIME_S', 86_400, 1, 31_536_000),
     keyCacheTtlS: r.int('KEY_CACHE_TTL_S', 60, 1, 3_600),

@@ -109,7 +109,7 @@ function defaultKeySource(
   observer: KeySourceObserver,
 ): { source: KeySource; fetcher: RegistryKeyClient; shared: SharedKeyCache | undefined } {
   const ttlMs = config.keyCacheTtlS * 1000;
-  const shared = createSharedKeyCache(config.redis, { cacheKey: config.cacheKey, ttlMs, logger });
+  const shared = createSharedKeyCache(config.redis, { cacheKeys: config.cacheKeys, ttlMs, logger });
   const fetcher = new RegistryKeyClient({ address: config.registryAddr, internalToken: config.internalToken, deadlineMs: REGISTRY_DEADLINE_MS, logger });
   return { source: new CachingKeySource({ fetcher, shared, feed, clock, logger, ttlMs, observer }), fetcher, shared };
 }

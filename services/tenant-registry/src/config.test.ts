@@ -25,7 +25,8 @@ describe('loadConfig', () => {
     const c = loadConfig(BASE);
     expect(c).toMatchObject({ httpPort: 8082, grpcPort: 50052, dataDir: resolve('.data'), database: { kind: 'pglite', dir: resolve('.data/pg') }, logLevel: 'info' });
     expect(c.redis).toEqual({ url: undefined, prefix: 'relay:' });
-    expect(c.secretsKey).toHaveLength(32);
+    expect(c.secretsKeys).toEqual([{ id: 'k0', key: Buffer.from(BASE.SECRETS_KEY, 'base64') }]);
+    expect(c).toMatchObject({ secretsKeysVariable: 'SECRETS_KEY', reencryptBatch: 100 });
     expect(Object.isFrozen(c)).toBe(true);
   });
 

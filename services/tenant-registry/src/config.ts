@@ -1,6 +1,6 @@
 import { resolve, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type RedisSettings } from '@service-relay/core';
+import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type KeyringEntry, type RedisSettings } from '@service-relay/core';
 import { bearerToken, readConnectionLimits, type ConnectionLimits } from '@service-relay/edge';
 
 /** The registry's PostgreSQL pools (DB_POOL_SIZE, DB_FEED_POOL_SIZE, DB_TIMEOUT_MS); see db/create-db.ts. */
@@ -39,8 +39,15 @@ export interface RegistryConfig {
   internalToken: string;
   /** INTERNAL_TOKEN and INTERNAL_TOKEN_NEXT while it is set: what this service accepts from callers. */
   acceptedInternalTokens: readonly string[];
-  /** 32 bytes; encrypts JWT secrets and keys the host-sync hash. */
-  secretsKey: Buffer;
+  /**
+   * SECRETS_KEYS (newest first) then SECRETS_KEY as k0: the keyring that
+   * seals every stored secret (docs/OPERATIONS.md "Rotating SECRETS_KEY").
+   */
+  secretsKeys: readonly KeyringEntry[];
+  /** The variable a keyring refusal at start names: SECRETS_KEYS when set, else SECRETS_KEY. */
+  secretsKeysVariable: string;
+  /** SECRETS_REENCRYPT_BATCH: rows re-sealed per transaction when a new key seals. */
+  reencryptBatch: number;
   logLevel: string;
   /** How long an admin call waits for a change to be in force everywhere before answering 503 change_not_propagated. */
   propagationTimeoutMs: number;
@@ -129,7 +136,9 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     adminToken: adminCredential(r, 'ADMIN_TOKEN'),
     adminTokenNext: r.raw('ADMIN_TOKEN_NEXT') === undefined ? undefined : adminCredential(r, 'ADMIN_TOKEN_NEXT'),
     ...r.internalTokens(),
-    secretsKey: r.secretsKey(),
+    secretsKeys: Object.freeze(r.secretsKeyring()),
+    secretsKeysVariable: r.raw('SECRETS_KEYS') === undefined ? 'SECRETS_KEY' : 'SECRETS_KEYS',
+    reencryptBatch: r.int('SECRETS_REENCRYPT_BATCH', 100, 1, 10_000),
     logLevel: r.logLevel(),
     propagationTimeoutMs: r.int('PROPAGATION_TIMEOUT_MS', 3000, 100, 60_000),
     feedRetentionMs: r.int('FEED_RETENTION_S', 7 * 86_400, 60, 365 * 86_400) * 1000,

@@ -1,6 +1,6 @@
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
-import { closeServer, createLogger, createRateLimiter, createRedis, listen, systemClock, type Clock, type Logger, type Redis, type Service } from '@service-relay/core';
+import { closeServer, createLogger, createRateLimiter, createRedis, Keyring, listen, systemClock, type Clock, type Logger, type Redis, type Service } from '@service-relay/core';
 import { guardConnections, handleOps, internalCaller } from '@service-relay/edge';
 import { bindServer, grpcAddress, HealthService, REGISTRY_FEED_SERVICE, REGISTRY_KEYS_SERVICE, stopServer } from '@service-relay/grpc';
 import { createTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
@@ -9,6 +9,7 @@ import { AuditLog } from './audit/audit-log';
 import { AuditStore } from './audit/audit-store';
 import type { RegistryConfig } from './config';
 import { TenantCrypto } from './crypto/tenant-crypto';
+import { KeyringCoordinator } from './secrets/keyring-coordinator';
 import { openDatabases, type RegistryDatabases } from './db/create-db';
 import { FeedAnswers } from './feed-mirror/feed-answers';
 import { createFeedMirror } from './feed-mirror/create-feed-mirror';
@@ -93,6 +94,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
   let explainer: TokenExplainer | undefined;
   let pruner: NodeJS.Timeout | undefined;
   let sender: WebhookSender | undefined;
+  let keyring: KeyringCoordinator | undefined;
   let httpPort = 0;
   let grpcPort = 0;
 
@@ -131,6 +133,9 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
     rpc = undefined;
     limiterRedis?.disconnect();
     limiterRedis = undefined;
+    // Last before the database: a stopping replica counts as holding its keys until nothing it serves remains.
+    await keyring?.stop();
+    keyring = undefined;
     mirror?.close();
     mirror = undefined;
     explainer?.close();
@@ -151,7 +156,10 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
       try {
         dbs = await openDatabases(config.database);
         const db = dbs.main;
-        const crypto = new TenantCrypto(config.secretsKey);
+        // The keyring's start check (a stored secret under a key this replica lacks stops it here, naming the variable).
+        keyring = new KeyringCoordinator({ db: dbs.maintenance, keyring: new Keyring(config.secretsKeys), variable: config.secretsKeysVariable, batch: config.reencryptBatch, logger });
+        const crypto = new TenantCrypto(keyring.keyring, await keyring.join());
+        keyring.start();
         const store = new TenantStore(db, crypto, deps.clock ?? systemClock, dbs.feed);
         mirror = createFeedMirror(config.redis, logger);
         propagation = new Propagation(store.feed, bus, logger, config.propagationTimeoutMs, undefined, mirror);
@@ -206,6 +214,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         sender.start();
         const app = createApp({
           consoleFiles: files,
+          secretsKey: keyring,
           live: new AdminLive(store.feed, realtime),
           webhooks,
           usage: new AdminUsage(usage, admin, () => (deps.clock ?? systemClock).now()),

@@ -1,11 +1,11 @@
-import type { Logger, RedisSettings } from '@service-relay/core';
+import type { Keyring, Logger, RedisSettings } from '@service-relay/core';
 import { KeyCipher } from './key-cipher';
 import { RedisKeyCache } from './redis-key-cache';
 import type { SharedKeyCache } from './shared-key-cache';
 
 export interface SharedKeyCacheOptions {
-  /** The cache's sealing key (config.cacheKey, derived from SECRETS_KEY); required with Redis. */
-  cacheKey: Buffer | undefined;
+  /** The cache's sealing keys (config.cacheKeys, derived from SECRETS_KEYS / SECRETS_KEY); required with Redis. */
+  cacheKeys: Keyring | undefined;
   /** How long an entry is served (KEY_CACHE_TTL_S). */
   ttlMs: number;
   logger: Logger;
@@ -19,11 +19,11 @@ export interface SharedKeyCacheOptions {
  */
 export function createSharedKeyCache(redis: Readonly<RedisSettings>, opts: SharedKeyCacheOptions): SharedKeyCache | undefined {
   if (!redis.url) return undefined;
-  if (!opts.cacheKey) throw new Error('the shared key cache needs SECRETS_KEY');
+  if (!opts.cacheKeys) throw new Error('the shared key cache needs SECRETS_KEY or SECRETS_KEYS');
   return new RedisKeyCache({
     url: redis.url,
     prefix: redis.prefix,
-    cipher: new KeyCipher(opts.cacheKey),
+    cipher: new KeyCipher(opts.cacheKeys),
     // A raised floor must outlive any fetch in flight and any entry written before it.
     floorTtlMs: Math.max(10 * opts.ttlMs, 600_000),
     logger: opts.logger,

@@ -79,7 +79,9 @@ export class RedisKeyCache implements SharedKeyCache {
     const [version, sealed, pttl] = row;
     const data = this.opts.cipher.open(tenantId, Number(version), sealed);
     if (!data) {
-      this.opts.logger.warn({ tenant_id: tenantId }, 'key cache entry failed to open (tampered, or another SECRETS_KEY); ignoring it');
+      // During a SECRETS_KEYS rotation verifiers seal with different keys for a while: a miss, not a fault.
+      if (this.opts.cipher.otherKey(sealed)) this.opts.logger.debug({ tenant_id: tenantId }, 'key cache entry sealed under a key this verifier does not have; fetching');
+      else this.opts.logger.warn({ tenant_id: tenantId }, 'key cache entry failed to open (tampered, or another SECRETS_KEY); ignoring it');
       return undefined;
     }
     return { data, ttlMs: pttl > 0 ? pttl : 0 };

@@ -207,7 +207,7 @@ describe('admin audit log', () => {
       nextToken,
       wrong,
       reg.internalToken,
-      reg.config.secretsKey.toString('base64'),
+      ...reg.config.secretsKeys.map((k) => k.key.toString('base64')),
       jwtSecret,
       t.host_sync_client_secret,
       revoked.host_sync_client_secret,

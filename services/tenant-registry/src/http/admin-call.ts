@@ -59,6 +59,7 @@ export function describeAdminCall(method: string, path: string): AdminCall {
   const m = method === 'HEAD' ? 'GET' : method;
   if (head === 'audit' && segments.length === 1) return { action: m === 'GET' ? 'audit' : 'unknown', tenantId: null };
   if (head === 'live' && segments.length === 1) return { action: m === 'GET' ? 'live' : 'unknown', tenantId: null };
+  if (head === 'secrets-key' && segments.length === 1) return { action: m === 'GET' ? 'secrets_key' : 'unknown', tenantId: null };
   if (head === 'usage' && segments.length === 1) return { action: m === 'GET' ? 'usage' : 'unknown', tenantId: null };
   if (head === 'explain_token' && segments.length === 1) return { action: m === 'POST' ? 'explain_token' : 'unknown', tenantId: null };
   if (head === 'plans' && segments.length <= 2) return { action: planAction(m, id !== undefined), tenantId: null };

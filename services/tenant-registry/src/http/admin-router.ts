@@ -61,6 +61,7 @@ export interface AdminRouterDeps {
   live?: AdminLive | undefined;
   /** Webhook endpoints (#32); absent, those routes answer 404. */
   webhooks?: WebhooksAdmin | undefined;
+  secretsKey?: { status(): Promise<unknown> } | undefined; // GET /admin/secrets-key (#33: the keyring's state); absent, 404
   adminTokens: AdminTokens;
   audit: AuditLog;
   metrics: RegistryMetrics;
@@ -285,8 +286,9 @@ export function adminRouter(deps: AdminRouterDeps): Router {
   }
 
   if (deps.callbacks) callbacksRoutes(router, { callbacks: deps.callbacks, answer, notPropagated: notPropagatedWith, named, body: rawBodyUpTo(MAX_META_BODY_BYTES), emptyBody, methodNotAllowed });
-  const live = deps.live; // #31, the console's Live page
+  const { live, secretsKey } = deps; // #31, the console's Live page; #33, the keyring's state
   if (live) router.route('/live').get(named('live'), async (req, res) => answer(req, res, 200, await live.read())).all(methodNotAllowed('GET'));
+  if (secretsKey) router.route('/secrets-key').get(named('secrets_key'), async (req, res) => answer(req, res, 200, await secretsKey.status())).all(methodNotAllowed('GET'));
   // One handler for the admin API and the host server API (webhook-routes.ts).
   if (deps.webhooks) adminWebhookRoutes(router, { webhooks: deps.webhooks, tenantExists: async (id) => (await admin.get(id)) !== undefined, answer, named, body: rawBodyUpTo(MAX_META_BODY_BYTES), tenantIdParam, optionalJsonBody });
 

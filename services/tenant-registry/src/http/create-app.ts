@@ -18,6 +18,7 @@ import type { AdminUsage } from './admin-usage';
 import type { AdminLive } from './admin-live';
 import { consoleFiles, type ConsoleFiles } from './console-files';
 import type { WebhooksAdmin } from '../webhooks/webhooks-admin';
+import type { SecretsKeyStatus } from '../secrets/secrets-key-status';
 
 export interface AppDeps {
   admin: TenantAdmin;
@@ -44,6 +45,8 @@ export interface AppDeps {
   consoleFiles?: ConsoleFiles | undefined;
   /** Webhook endpoints (#32), on the admin and the host server API; absent, those routes answer 404. */
   webhooks?: WebhooksAdmin;
+  /** GET /admin/secrets-key (#33); absent, that route answers 404. */
+  secretsKey?: { status(): Promise<SecretsKeyStatus> };
 }
 
 /** The registry's HTTP API: host-sync fetch and admin API (ops endpoints are served in front of it). */
