@@ -5,6 +5,7 @@ import { deletedMessage, deleteTenantRequest, UsageError } from './delete-tenant
 import { callbacksRequest } from './callbacks-commands';
 import { limitsPath, planRequest, setLimitsRequest, setPlanRequest } from './limits-commands';
 import { webhooksRequest } from './webhook-commands';
+import { secretsKeyRequest } from './secrets-key-commands';
 import { formatUsage, type UsageFormat } from './usage-format';
 
 export interface CliOutput {
@@ -25,11 +26,14 @@ export interface CliRequest {
   body?: string;
   /** How a 200's body is printed (default: indented JSON). */
   render?: (body: unknown) => string;
+  /** Takes over after a 200 (`secrets-key --wait` polls): prints what it prints, returns the exit code. */
+  follow?: (body: unknown) => Promise<number>;
 }
 
 interface CommandContext {
   io: CliOutput;
   workDir: string;
+  config: CliConfig;
 }
 
 interface Command {
@@ -130,6 +134,11 @@ export const COMMANDS: Record<string, Command> = {
     args: '[ID] [--from T] [--to T] [--granularity hour|day] [--sort S] [--limit N] [--cursor C] [--format table|csv|json]',
     help: "usage per hour or UTC day (T: RFC 3339, default the last 24 h): one tenant's, or every tenant's sorted by S (published, deliveries, bytes_in, bytes_out, peak_connections, connection_minutes, refusals)",
     request: usageRequest,
+  },
+  'secrets-key': {
+    args: '[--wait [--timeout S]]',
+    help: 'the keyring: which key seals, stored secrets per key id, keys no longer used; --wait follows the re-encryption until done',
+    request: (args, ctx) => secretsKeyRequest(args, ctx.config, ctx.io),
   },
   audit: {
     args: '[--tenant ID] [--limit N] [--cursor C]',
@@ -309,7 +318,7 @@ export async function runAdminCli(argv: string[], config: CliConfig, io: CliOutp
   try {
     if (command.args === 'ID' && args.length !== 1) throw new UsageError(`${name} takes exactly one tenant id`);
     if (command.args === '' && args.length !== 0) throw new UsageError(`${name} takes no arguments`);
-    request = await command.request(args, { io, workDir: config.workDir ?? process.cwd() });
+    request = await command.request(args, { io, workDir: config.workDir ?? process.cwd(), config });
   } catch (err) {
     if (err instanceof UsageError) return usageError(io, err.message);
     throw err;
@@ -341,6 +350,7 @@ export async function runAdminCli(argv: string[], config: CliConfig, io: CliOutp
     body = undefined;
   }
   if (res.ok && body !== undefined) {
+    if (request.follow) return request.follow(body);
     io.out(request.render ? request.render(body) : JSON.stringify(body, null, 2));
     if (command.done) io.err(command.done(body));
     return 0;

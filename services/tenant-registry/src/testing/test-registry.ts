@@ -32,6 +32,8 @@ export interface TestRegistry {
 
 export interface TestRegistryOptions {
   env?: Record<string, string>;
+  /** Start on this data directory (another test registry's, stopped): stop() then leaves it in place. */
+  dataDir?: string;
   bus?: TenantEventBus;
   clock?: Clock;
   logLevel?: string;
@@ -39,7 +41,7 @@ export interface TestRegistryOptions {
 
 /** A registry on a temporary PGlite directory, ports 0, logs captured, an in-memory bus. */
 export async function startTestRegistry(opts: TestRegistryOptions = {}): Promise<TestRegistry> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'registry-test-'));
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'registry-test-'));
   const adminToken = randomBytes(32).toString('base64url');
   const internalToken = randomBytes(32).toString('base64url');
   const config = loadConfig({
@@ -92,7 +94,7 @@ export async function startTestRegistry(opts: TestRegistryOptions = {}): Promise
       t.feed.close();
       await t.server.stop();
       await bus.close();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (opts.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });
     },
   };
   const follow = async () => {
