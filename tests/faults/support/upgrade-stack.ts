@@ -42,9 +42,11 @@ export class UpgradeStack {
     readonly redis: PrivateRedis,
     readonly postgres: PrivatePostgres,
     readonly svc: { registryHttp: TcpService; registryGrpc: TcpService; verifier: TcpService; realtime: TcpService; gateway: TcpService },
+    private readonly env: Record<string, string>,
   ) {}
 
-  static async start(): Promise<UpgradeStack> {
+  /** `env`: more environment for every pod (e.g. a shorter KEY_CACHE_TTL_S). */
+  static async start(opts: { env?: Record<string, string> } = {}): Promise<UpgradeStack> {
     const [redis, postgres] = await Promise.all([PrivateRedis.start({ persistent: true }), PrivatePostgres.start()]);
     const svc = {
       registryHttp: await TcpService.start('tenant-registry:8082'),
@@ -53,7 +55,7 @@ export class UpgradeStack {
       realtime: await TcpService.start('realtime:8081'),
       gateway: await TcpService.start('edge-gateway:8080'),
     };
-    const stack = new UpgradeStack(redis, postgres, svc);
+    const stack = new UpgradeStack(redis, postgres, svc, opts.env ?? {});
     try {
       await stack.boot();
     } catch (err) {
@@ -88,6 +90,7 @@ export class UpgradeStack {
       VERIFIER_ADDR: this.svc.verifier.address,
       REGISTRY_URL: this.registryUrl,
       REALTIME_URL: `http://${this.svc.realtime.address}`,
+      ...this.env,
     };
     const add = async (name: PodName, service: string, env: (ports: number[]) => Record<string, string>, endpointsOf: (ports: number[]) => Array<[TcpService, number]>, portCount: number) => {
       const ports: number[] = [];
