@@ -181,6 +181,11 @@ describe('docs/openapi.yaml against the running services', () => {
     expect((live.body as { instances: unknown[] }).instances).toHaveLength(1);
     expect((await call('GET', '/admin/live')).status).toBe(401);
 
+    // The keyring (#33): the stack runs SECRETS_KEY alone, so k0 seals everything.
+    const keyring = await call('GET', '/admin/secrets-key', { headers: admin() });
+    expect(keyring.body).toMatchObject({ active_key_id: 'k0', state: 'done', configured_key_ids: ['k0'], removable_key_ids: [] });
+    expect((await call('GET', '/admin/secrets-key')).status).toBe(401);
+
     // Outside the operations: another method, an unknown path.
     const wrongMethod = await contract.callExpecting(stack.registryUrl, 'DELETE', '/admin/tenants', 'MethodNotAllowed', { headers: admin() });
     expect(wrongMethod.headers.get('allow')).toBe('GET, POST');

@@ -135,6 +135,28 @@ describe('deploy/kubernetes (overlays/example)', () => {
     }
   });
 
+  it('reads the keyring from optional keys of the Secret: SECRETS_KEY alone, both during a rotation, SECRETS_KEYS alone after (OPERATIONS "Rotating SECRETS_KEY")', () => {
+    const secrets = STUB_SECRETS['service-relay-secrets']!;
+    const k0 = secrets.SECRETS_KEY!;
+    const k1 = `k1:${randomBytes(32).toString('base64')}`;
+    const steps: Array<[Record<string, string>, string[]]> = [
+      [{ SECRETS_KEY: k0 }, ['k0']],
+      [{ SECRETS_KEY: k0, SECRETS_KEYS: k1 }, ['k1', 'k0']],
+      [{ SECRETS_KEYS: k1 }, ['k1']],
+    ];
+    try {
+      for (const [values, ids] of steps) {
+        delete secrets.SECRETS_KEY;
+        Object.assign(secrets, values);
+        expect(load['tenant-registry']().secretsKeys.map((k) => k.id)).toEqual(ids);
+        expect(load['auth-verifier']().cacheKeys?.ids).toEqual(ids);
+      }
+    } finally {
+      delete secrets.SECRETS_KEYS;
+      secrets.SECRETS_KEY = k0;
+    }
+  });
+
   it('gives every service every variable its configuration requires, listening on 0.0.0.0', () => {
     for (const name of SERVICES) expect(load[name], name).not.toThrow();
     const reg = load['tenant-registry']();

@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, EnvReader, loadOrCreateEmbeddedSecrets, parseEnvFile, readRedisSettings, requireRedisWhenAlone } from './config';
+import { ConfigError, EnvReader, fillEmbeddedSecrets, loadOrCreateEmbeddedSecrets, parseEnvFile, readRedisSettings, requireRedisWhenAlone } from './config';
 
 const reader = (env: Record<string, string>) => new EnvReader(env);
 
@@ -93,6 +93,39 @@ describe('embedded secrets', () => {
     expect(second.created).toBe(false);
     expect(second.values).toEqual(first.values);
     expect(parseEnvFile(readFileSync(first.file, 'utf8'))).toEqual(first.values);
+  });
+});
+
+describe('embedded secrets with a keyring (docs/OPERATIONS.md "Rotating SECRETS_KEY")', () => {
+  const k1 = `k1:${Buffer.from(Array.from({ length: 32 }, (_v, i) => i * 5 + 3)).toString('base64')}`;
+
+  it('fill what the environment lacks: the tokens one by one, the keyring whole from the file or not at all', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relay-secrets-'));
+    const file = loadOrCreateEmbeddedSecrets(dir).values;
+    const env: Record<string, string | undefined> = {};
+    expect(fillEmbeddedSecrets(env, dir)?.created).toBe(false);
+    expect(env).toMatchObject({ ADMIN_TOKEN: file.ADMIN_TOKEN, INTERNAL_TOKEN: file.INTERNAL_TOKEN, SECRETS_KEY: file.SECRETS_KEY });
+    const own: Record<string, string | undefined> = { SECRETS_KEYS: k1 };
+    fillEmbeddedSecrets(own, dir);
+    expect(own.SECRETS_KEY).toBeUndefined();
+    expect(own.ADMIN_TOKEN).toBe(file.ADMIN_TOKEN);
+    const full = { ADMIN_TOKEN: 'a', INTERNAL_TOKEN: 'b', SECRETS_KEY: 'c' };
+    expect(fillEmbeddedSecrets(full, dir)).toBeUndefined();
+  });
+
+  it('the file may hold SECRETS_KEYS beside SECRETS_KEY (step 1) or instead of it (step 3)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relay-secrets-'));
+    const first = loadOrCreateEmbeddedSecrets(dir).values;
+    writeFileSync(join(dir, 'secrets.env'), `ADMIN_TOKEN=${first.ADMIN_TOKEN}\nINTERNAL_TOKEN=${first.INTERNAL_TOKEN}\nSECRETS_KEY=${first.SECRETS_KEY}\nSECRETS_KEYS=${k1}\n`);
+    const both: Record<string, string | undefined> = {};
+    fillEmbeddedSecrets(both, dir);
+    expect(new EnvReader(both).secretsKeyring().map((e) => e.id)).toEqual(['k1', 'k0']);
+    writeFileSync(join(dir, 'secrets.env'), `ADMIN_TOKEN=${first.ADMIN_TOKEN}\nINTERNAL_TOKEN=${first.INTERNAL_TOKEN}\nSECRETS_KEYS=${k1}\n`);
+    const after: Record<string, string | undefined> = {};
+    fillEmbeddedSecrets(after, dir);
+    expect(new EnvReader(after).secretsKeyring().map((e) => e.id)).toEqual(['k1']);
+    writeFileSync(join(dir, 'secrets.env'), `ADMIN_TOKEN=${first.ADMIN_TOKEN}\nINTERNAL_TOKEN=${first.INTERNAL_TOKEN}\n`);
+    expect(() => loadOrCreateEmbeddedSecrets(dir)).toThrow(/^configuration error: SECRETS_KEY is missing from /);
   });
 });
 

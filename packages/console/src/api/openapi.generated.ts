@@ -1008,6 +1008,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/secrets-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The keyring of SECRETS_KEY / SECRETS_KEYS (#33)
+         * @description Which key seals new secrets, the stored sealed values per key id,
+         *     the background re-encryption, the keys no longer used, and every
+         *     registry with its keys (docs/OPERATIONS.md "Rotating SECRETS_KEY").
+         *     Key ids and counts only: never a key or a secret. `npm run admin --
+         *     secrets-key --wait` asks every second until `state` is `done`.
+         */
+        get: operations["getSecretsKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1439,6 +1463,53 @@ export interface components {
                 issued_before?: number;
             };
             pending_consumers: components["schemas"]["ChangeNotPropagated"]["pending_consumers"];
+        };
+        SecretsKeyStatus: {
+            /** @description The key every registry seals new secrets with (`k0`: `SECRETS_KEY`). */
+            active_key_id: string;
+            /**
+             * @description `activating`: the answering registry's newest key does not seal yet (`waiting_on` lists the registries lacking it); `reencrypting`: stored secrets under another key remain, or a registry still seals with another; `done`.
+             * @enum {string}
+             */
+            state: "activating" | "reencrypting" | "done";
+            /** @description Stored sealed values per key id (JWT, callback and webhook secrets, and the host-sync hash key). */
+            secrets: {
+                [key: string]: number;
+            };
+            total: number;
+            reencryption: {
+                /** @description Values re-sealed under the active key since it became active. */
+                reencrypted: number;
+                /**
+                 * Format: date-time
+                 * @description When the current (or last) pass began.
+                 */
+                started_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description When a pass last found nothing left under another key.
+                 */
+                done_at: string | null;
+            };
+            /** @description The answering registry's key ids, newest first. */
+            configured_key_ids: string[];
+            /** @description Of those, the keys that neither seal nor are about to and seal nothing stored: they may be removed. */
+            removable_key_ids: string[];
+            /** @description While `activating`: the registries lacking the newest key. */
+            waiting_on: string[];
+            /** @description Every registry heard from in the last 10 s. */
+            registries: {
+                /** @description Host name (a pod's name), process id and a random suffix. */
+                registry: string;
+                key_ids: string[];
+                sealing_key_id: string;
+                seen_ms_ago: number;
+            }[];
+            /**
+             * Format: date-time
+             * @description When the active key became active (the first start of a registry with keyrings, for `k0`).
+             */
+            activated_at: string | null;
         };
         LiveView: {
             /** Format: date-time */
@@ -4619,6 +4690,31 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LiveView"];
+                };
+            };
+            401: components["responses"]["InvalidAdminToken"];
+            500: components["responses"]["AdminInternal"];
+            503: components["responses"]["AdminUnavailable"];
+        };
+    };
+    getSecretsKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keyring now. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SecretsKeyStatus"];
                 };
             };
             401: components["responses"]["InvalidAdminToken"];
