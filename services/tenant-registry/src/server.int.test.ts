@@ -34,7 +34,7 @@ afterAll(async () => {
 describe('tenant-registry on PostgreSQL and Redis', () => {
   it('reports the database and the tenant event bus in /readyz', async () => {
     const res = await fetch(`${reg.baseUrl}/readyz`);
-    expect(await res.json()).toEqual({ status: 'ready', checks: { tenant_feed: true, tenant_events: true } });
+    expect(await res.json()).toEqual({ status: 'ready', checks: { tenant_feed: true, tenant_events: true, secrets_keyring: true } });
   });
 
   it('answers an admin call only after another consumer applied the change, in feed order', async () => {

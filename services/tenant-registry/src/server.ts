@@ -103,10 +103,12 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
   // Service during a PostgreSQL outage would end every consumer's lease.
   const databaseUp = async () => (await dbs?.main.ping()) ?? false;
   const feedDatabaseUp = async () => (await dbs?.feed.ping()) ?? false;
+  // Not ready while a key seals that this replica lacks (secrets/keyring-coordinator.ts).
+  const secretsKeyring = async () => keyring?.ready ?? false;
   const readiness: Record<string, () => Promise<boolean>> =
     config.redis.url === undefined
-      ? { database: databaseUp }
-      : { tenant_feed: async () => (await feedDatabaseUp()) || ((await mirror?.ready()) ?? false), tenant_events: () => bus.ready() };
+      ? { database: databaseUp, secrets_keyring: secretsKeyring }
+      : { tenant_feed: async () => (await feedDatabaseUp()) || ((await mirror?.ready()) ?? false), tenant_events: () => bus.ready(), secrets_keyring: secretsKeyring };
   // Failed host-sync fetches are counted in Redis when there is one (shared by
   // replicas); a slow Redis must not hold fetches: past 500 ms the in-process counter decides.
   let limiterRedis: Redis | undefined;
@@ -157,7 +159,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         dbs = await openDatabases(config.database);
         const db = dbs.main;
         // The keyring's start check (a stored secret under a key this replica lacks stops it here, naming the variable).
-        keyring = new KeyringCoordinator({ db: dbs.maintenance, keyring: new Keyring(config.secretsKeys), variable: config.secretsKeysVariable, batch: config.reencryptBatch, logger });
+        keyring = new KeyringCoordinator({ db: dbs.maintenance, liveDb: db, keyring: new Keyring(config.secretsKeys), variable: config.secretsKeysVariable, batch: config.reencryptBatch, logger });
         const crypto = new TenantCrypto(keyring.keyring, await keyring.join());
         keyring.start();
         const store = new TenantStore(db, crypto, deps.clock ?? systemClock, dbs.feed);

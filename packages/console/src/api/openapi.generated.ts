@@ -1497,7 +1497,7 @@ export interface components {
             removable_key_ids: string[];
             /** @description While `activating`: the registries lacking the newest key. */
             waiting_on: string[];
-            /** @description Every registry heard from in the last 10 s. */
+            /** @description Every registry heard from in the last 30 s. */
             registries: {
                 /** @description Host name (a pod's name), process id and a random suffix. */
                 registry: string;

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createLogger, createRedis, type Redis } from '@service-relay/core';
+import { createLogger, createRedis, Keyring, type Redis } from '@service-relay/core';
 import { deleteRedisPrefix, TEST_REDIS_URL, uniqueRedisPrefix } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TenantKeysData } from '../token/tenant-keys';
@@ -72,5 +72,27 @@ describe('RedisKeyCache on a real Redis', () => {
     await cache.put(t, data(3), 30_000);
     await raw.hset(`${prefix}{verifier}:keys:${t}`, 'v', '9');
     expect(await cache.get(t)).toBeUndefined();
+  });
+
+  it('during a SECRETS_KEYS rotation: an entry under the newer key is a quiet miss for a verifier without it, and opens on one with both', async () => {
+    const lines: string[] = [];
+    const seen = createLogger({ service: 'test', level: 'debug', destination: { write: (l: string) => void lines.push(l) } });
+    const k1 = randomBytes(32);
+    const rolled = new RedisKeyCache({ url: TEST_REDIS_URL, prefix, cipher: new KeyCipher(new Keyring([{ id: 'k1', key: k1 }, { id: 'k0', key }])), floorTtlMs: 60_000, logger });
+    const notYet = new RedisKeyCache({ url: TEST_REDIS_URL, prefix, cipher: new KeyCipher(key), floorTtlMs: 60_000, logger: seen });
+    await Promise.all([rolled.start(), notYet.start()]);
+    try {
+      const t = randomUUID();
+      const d = data(4);
+      await cache.put(t, d, 30_000);
+      expect((await rolled.get(t))?.data).toEqual(d);
+      await rolled.put(t, data(5), 30_000);
+      expect(await raw.hget(`${prefix}{verifier}:keys:${t}`, 'c')).toMatch(/^v2\.k1\./);
+      expect(await notYet.get(t)).toBeUndefined();
+      expect(lines.join('')).toContain('key cache entry sealed under a key this verifier does not have');
+      expect(lines.join('')).not.toContain('failed to open');
+    } finally {
+      await Promise.all([rolled.close(), notYet.close()]);
+    }
   });
 });

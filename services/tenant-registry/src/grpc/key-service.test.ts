@@ -127,7 +127,7 @@ describe('ops endpoints', () => {
     expect(await (await fetch(`${reg.baseUrl}/healthz`)).json()).toEqual({ status: 'ok' });
     const ready = await fetch(`${reg.baseUrl}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: 'ready', checks: { database: true } });
+    expect(await ready.json()).toEqual({ status: 'ready', checks: { database: true, secrets_keyring: true } });
     const metrics = await (await fetch(`${reg.baseUrl}/metrics`)).text();
     expect(metrics).toMatch(/relay_registry_admin_requests_total\{route="create",status="201",service="tenant-registry"\} \d+/);
     expect(metrics).toMatch(/relay_registry_host_sync_fetches_total\{result="ok",service="tenant-registry"\} \d+/);

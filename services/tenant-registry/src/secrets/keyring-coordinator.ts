@@ -9,8 +9,14 @@ import { SEALED_TABLES } from './sealed-columns';
 import { secretsKeyStatus, type SecretsKeyStatus } from './secrets-key-status';
 
 export interface KeyringCoordinatorOptions {
-  /** The registry's maintenance connection (long statements, not the serving pools). */
+  /** The registry's maintenance connection: the start check, re-encryption and counts (long statements, not the serving pools). */
   db: Db;
+  /**
+   * Where this replica reports itself and takes the lease every second: the
+   * serving pool (short statements), so an hour's pruning on the maintenance
+   * connection never makes a running replica look gone. Default `db`.
+   */
+  liveDb?: Db;
   keyring: Keyring;
   /** The variable a refusal names: SECRETS_KEYS when it is set, else SECRETS_KEY. */
   variable: string;
@@ -19,7 +25,7 @@ export interface KeyringCoordinatorOptions {
   logger: Logger;
   /** How often a registry reports itself, reads the active key and works (default 1 s). */
   tickMs?: number;
-  /** A registry not heard from for this long is gone (default 10 s). */
+  /** A registry not heard from for this long is gone (default 30 s). */
   holderExpiryMs?: number;
   /** The re-encryption lease (default 10 s). */
   leaseMs?: number;
@@ -55,16 +61,26 @@ export class KeyringCoordinator {
   /** The last pass found nothing left (reset when the active key changes). */
   private doneAt = 0;
   private readonly said = new Set<string>();
+  private lacking: string | undefined;
 
   constructor(private readonly o: KeyringCoordinatorOptions) {
     this.tickMs = o.tickMs ?? 1000;
-    this.expiryMs = o.holderExpiryMs ?? 10_000;
+    this.expiryMs = o.holderExpiryMs ?? 30_000;
     this.leaseMs = o.leaseMs ?? 10_000;
     this.workSliceMs = o.workSliceMs ?? 500;
   }
 
   get keyring(): Keyring {
     return this.o.keyring;
+  }
+
+  /**
+   * Readiness: false while the database says a key seals that this replica
+   * does not have (it could not open what the others seal now; only a replica
+   * cut off from the database while a key was activated can get there).
+   */
+  get ready(): boolean {
+    return this.hashKey !== undefined && this.lacking === undefined;
   }
 
   /** The host-sync hash key, known once join() resolved. */
@@ -131,21 +147,23 @@ export class KeyringCoordinator {
    * re-encrypt for up to workSliceMs. True when re-encryption has more to do.
    */
   async tick(): Promise<boolean> {
-    const { db, keyring } = this.o;
-    const row = await keyringStore.row(db);
+    const { keyring } = this.o;
+    const live = this.o.liveDb ?? this.o.db;
+    const row = await keyringStore.row(live);
     const active = row.activeKeyId ?? LEGACY_KEY_ID;
+    this.lacking = keyring.has(active) ? undefined : active;
     if (active !== keyring.sealingKeyId) {
       if (keyring.has(active)) {
         keyring.sealWith(active);
         this.doneAt = 0;
         this.o.logger.info({ sealing_key: active }, 'secrets keyring: sealing with the active key');
       } else {
-        this.once(`lacks ${active}`, () => this.o.logger.error({ active_key: active, secrets_keys: keyring.ids }, 'secrets keyring: the active key is not configured here; restart this registry with it'));
+        this.once(`lacks ${active}`, () => this.o.logger.error({ active_key: active, secrets_keys: keyring.ids }, 'secrets keyring: the active key is not configured here (not ready); restart this registry with it'));
       }
     }
-    await keyringStore.heartbeat(db, this.holder, keyring.ids, keyring.sealingKeyId);
+    await keyringStore.heartbeat(live, this.holder, keyring.ids, keyring.sealingKeyId);
     const had = this.leased;
-    this.leased = await keyringStore.lease(db, this.holder, this.leaseMs);
+    this.leased = await keyringStore.lease(live, this.holder, this.leaseMs);
     if (this.leased && !had) this.o.logger.info('secrets keyring: lease taken');
     if (!this.leased) return false;
     if (await this.maybeActivate(row)) this.doneAt = 0;
@@ -179,7 +197,7 @@ export class KeyringCoordinator {
       this.once(`retired ${candidate}`, () => this.o.logger.warn({ newest: candidate, active_key: current }, 'secrets keyring: the first key configured sealed before the active one; list the newest key first'));
       return false;
     }
-    const activated = await this.o.db.transaction(async (tx) => {
+    const activated = await (this.o.liveDb ?? this.o.db).transaction(async (tx) => {
       const row = await keyringStore.row(tx, true);
       if (row.leaseHolder !== this.holder || (row.activeKeyId ?? LEGACY_KEY_ID) !== current) return false;
       const lacking = (await keyringStore.holders(tx, this.expiryMs)).filter((h) => !h.keyIds.includes(candidate));
@@ -204,7 +222,7 @@ export class KeyringCoordinator {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.running;
-    await keyringStore.leave(this.o.db, this.holder).catch((err: unknown) => this.o.logger.warn({ err: (err as Error).message }, 'secrets keyring: could not leave'));
+    await keyringStore.leave(this.o.liveDb ?? this.o.db, this.holder).catch((err: unknown) => this.o.logger.warn({ err: (err as Error).message }, 'secrets keyring: could not leave'));
   }
 
   /** A configured key id that sealed stored values must open one of them: the same id with another key on another registry would fail requests. */

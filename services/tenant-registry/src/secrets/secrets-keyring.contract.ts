@@ -185,8 +185,19 @@ export function secretsKeyringContract(driver: string, makeHarness: () => Promis
       // A newer key beside k1 starts (it seals once every registry has it).
       const d = await replica([{ id: 'k2', key: K2 }, k1]);
       await everythingOpens(d);
-      await d.coordinator.stop();
+      // A registry whose report was lost (cut off from the database) while k2 was activated is not ready once it sees it lacks k2.
+      const cutOff = await replica([k1]);
       await c.coordinator.stop();
+      // Its report lost, and the one b left when it crashed expired: d alone is heard from.
+      await db.query('DELETE FROM secrets_key_holders WHERE holder <> $1', [d.coordinator.holder]);
+      expect(cutOff.coordinator.ready).toBe(true);
+      await d.coordinator.tick();
+      expect(d.coordinator.keyring.sealingKeyId).toBe('k2');
+      await cutOff.coordinator.tick();
+      expect(cutOff.coordinator.ready).toBe(false);
+      expect(lines.join('')).toContain('secrets keyring: the active key is not configured here (not ready)');
+      await cutOff.coordinator.stop();
+      await d.coordinator.stop();
       // No message of any of this named a key or a secret.
       const logs = lines.join('');
       for (const k of [K0, K1, K2]) expect(logs).not.toContain(k.toString('base64'));
