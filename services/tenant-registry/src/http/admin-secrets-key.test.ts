@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdminCli } from '../cli/commands';
+import { progressLine } from '../cli/secrets-key-commands';
 import { loadConfig } from '../config';
 import { createServer } from '../server';
 import { startTestRegistry, type TestRegistry } from '../testing/test-registry';
@@ -116,6 +117,14 @@ describe('GET /admin/secrets-key and `npm run admin -- secrets-key` (#33)', () =
     expect(r.stderr.at(-1)).toBe('done: every stored secret is sealed under k1; no longer used: k0 (remove from SECRETS_KEYS / SECRETS_KEY and roll the registries and verifiers)');
     await everyFetchServed(reg);
     await reg.stop();
+  });
+
+  it('the CLI says where a rotation stands in one line: waiting for registries, re-encrypting with what is left, done', () => {
+    const base = { active_key_id: 'k0', total: 1000, removable_key_ids: [], waiting_on: [], configured_key_ids: ['k1', 'k0'] };
+    expect(progressLine({ ...base, state: 'activating', secrets: { k0: 1000 }, waiting_on: ['registry-b:1:abc'] })).toBe('secrets-key: k1 seals once every registry has it; waiting on registry-b:1:abc; k0 seals meanwhile');
+    expect(progressLine({ ...base, state: 'activating', secrets: { k0: 1000 } })).toBe('secrets-key: k1 seals once every registry has it; waiting on the next check (within a second); k0 seals meanwhile');
+    expect(progressLine({ ...base, active_key_id: 'k1', state: 'reencrypting', secrets: { k1: 812, k0: 188 } })).toBe('secrets-key: re-encrypting under k1: 812 of 1000 secrets (81%); left: k0: 188');
+    expect(progressLine({ ...base, active_key_id: 'k1', state: 'done', secrets: { k1: 1000 } })).toBe('secrets-key: done under k1: 1000 of 1000 secrets (100%)');
   });
 
   it('the old key removed: SECRETS_KEYS=k1 alone starts and serves every tenant; no key or secret reached a log', async () => {
