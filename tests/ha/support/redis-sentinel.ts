@@ -84,6 +84,19 @@ export class PrivateSentinelGroup {
     return undefined;
   }
 
+  /** A numeric hash field on one data node (0 when absent or unreachable). */
+  async hget(port: number, key: string, field: string): Promise<number> {
+    const r = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true, connectTimeout: 1000 });
+    r.on('error', () => {});
+    try {
+      return Number((await r.hget(key, field)) ?? 0);
+    } catch {
+      return 0;
+    } finally {
+      r.disconnect();
+    }
+  }
+
   /** The data node that is master now. */
   async master(): Promise<{ port: number; proc: ManagedProcess }> {
     const addr = await this.masterAddr();

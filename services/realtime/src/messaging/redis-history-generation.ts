@@ -134,6 +134,19 @@ export class HistoryGeneration {
     this.unreplicatedRun = this.run;
   }
 
+  /**
+   * A replica acknowledged a publish on this server (WAIT): it holds the
+   * master's replication offset as of that write, so every earlier
+   * unconfirmed publish on the same server process (on any connection) is on
+   * it too, and a failover to it can no longer lose them. Without this, a
+   * replica that rejoined and resynced after a first failover would still
+   * count as missing the writes made while it was away, and a second
+   * failover would start new epochs for nothing.
+   */
+  replicated(): void {
+    if (this.unreplicatedRun !== '' && this.unreplicatedRun === this.run) this.unreplicatedRun = '';
+  }
+
   stop(): void {
     if (this.timer) clearInterval(this.timer);
   }

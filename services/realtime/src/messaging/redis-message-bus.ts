@@ -124,6 +124,8 @@ export class RedisMessageBus implements MessageBus {
       if (replicas === 0) {
         this.generation.unreplicated();
         this.warnUnreplicated();
+      } else if (replicas !== undefined) {
+        this.generation.replicated();
       }
     } catch (err) {
       throw new RelayError('unavailable', 'message store unavailable', { cause: err });
