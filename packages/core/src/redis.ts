@@ -1,3 +1,4 @@
+import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 
 export type { Redis } from 'ioredis';
@@ -139,24 +140,57 @@ export function isCluster(client: Redis): boolean {
 export const REPLICA_WAIT_MS = 250;
 
 /**
- * Under Sentinel, replication is asynchronous: a write the master answered
- * but had not yet sent to its replica is lost when that replica is promoted.
- * For writes we acknowledge to a client (a publish) or that a revocation
- * depends on (the key cache's floor), WAIT until the replica has it. Resolves
- * to the replicas that acknowledged (0 after REPLICA_WAIT_MS without one: the
- * write stands, without the failover guarantee, and for the next second
- * writes do not wait); undefined outside Sentinel
- * mode (one server has nothing to fail over to; on a Cluster, WAIT would
- * reach a random node, so it is not used there).
+ * Replication is asynchronous: a write the master answered but had not yet
+ * sent to its replica is lost when that replica is promoted (Sentinel, or a
+ * Cluster's own failover). For writes we acknowledge to a client (a publish)
+ * or that a revocation depends on (the key cache's floor), WAIT until a
+ * replica has it. Resolves to the replicas that acknowledged (0 after
+ * REPLICA_WAIT_MS without one: the write stands, without the failover
+ * guarantee, and for the next second writes to that server do not wait);
+ * undefined where there is nothing to fail over to: one server, or a
+ * Cluster slot served by a master without a replica.
+ *
+ * On a Cluster, WAIT has no key, so ioredis would send it to any node: it
+ * goes instead on the connection of the master serving `key`'s slot, the
+ * one the write just used (WAIT counts that connection's last write). No
+ * `key`, no WAIT on a Cluster.
  */
-export async function waitForReplica(client: Redis): Promise<number | undefined> {
-  if (isCluster(client) || !client.options.sentinels) return undefined;
+export async function waitForReplica(client: Redis, key?: string): Promise<number | undefined> {
+  let conn: Redis = client;
+  if (isCluster(client)) {
+    const owner = key === undefined ? undefined : slotOwner(client, key);
+    if (!owner?.replicas) return undefined;
+    const node = (client as unknown as ClusterInternals).connectionPool.getInstanceByKey(owner.node);
+    if (!node) return 0;
+    conn = node;
+  } else if (!client.options.sentinels) {
+    return undefined;
+  }
   // WAIT blocks the connection: without a replica (the old master not yet back
   // after a failover), one WAIT a second, not one per write.
-  if ((unreplicatedUntil.get(client) ?? 0) > Date.now()) return 0;
-  const replicas = (await client.call('WAIT', 1, REPLICA_WAIT_MS)) as number;
-  if (replicas === 0) unreplicatedUntil.set(client, Date.now() + 1000);
+  if ((unreplicatedUntil.get(conn) ?? 0) > Date.now()) return 0;
+  const replicas = (await conn.call('WAIT', 1, REPLICA_WAIT_MS)) as number;
+  if (replicas === 0) unreplicatedUntil.set(conn, Date.now() + 1000);
   return replicas;
+}
+
+/** The parts of ioredis's Cluster that say which node serves a slot (stable across ioredis 5; cluster-ha tests cover them). */
+interface ClusterInternals {
+  slots: string[][];
+  connectionPool: { getInstanceByKey(nodeKey: string): Redis | undefined };
+}
+
+/**
+ * On a Cluster: the node (`host:port`) serving `key`'s slot as master as
+ * ioredis last learned it, and how many replicas Redis listed for the slot
+ * (a replica marked failed is not listed). Undefined off a Cluster or
+ * before the slot map is known.
+ */
+export function slotOwner(client: Redis, key: string): { node: string; replicas: number } | undefined {
+  if (!isCluster(client)) return undefined;
+  const nodes = (client as unknown as ClusterInternals).slots[calculateSlot(key)];
+  if (!nodes?.[0]) return undefined;
+  return { node: nodes[0], replicas: nodes.length - 1 };
 }
 
 const unreplicatedUntil = new WeakMap<Redis, number>();

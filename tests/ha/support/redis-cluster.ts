@@ -7,8 +7,9 @@ import { freePort, ManagedProcess } from '../../support/processes';
 import { track } from '../../faults/support/backends';
 
 /**
- * A private three-master Redis Cluster on loopback (no replicas): three
- * `redis-server --cluster-enabled yes` processes, joined by `redis-cli
+ * A private Redis Cluster on loopback: `masters` masters (three by default)
+ * and `replicas` replicas of each (none by default), every one a
+ * `redis-server --cluster-enabled yes` process, joined by `redis-cli
  * --cluster create`. Stopped by their own PIDs; the data directory is removed.
  */
 export class PrivateRedisCluster {
@@ -30,27 +31,48 @@ export class PrivateRedisCluster {
     await this.procs[i]!.stop('SIGKILL');
   }
 
-  /** The port of the master that serves `key`'s slot. */
-  async nodeOf(key: string): Promise<number> {
-    const r = new Redis({ port: this.ports[0]!, host: '127.0.0.1', maxRetriesPerRequest: 1 });
-    try {
-      const slot = await r.cluster('KEYSLOT', key);
-      const ranges = await r.cluster('SLOTS');
-      const hit = ranges.find(([from, to]) => slot >= from && slot <= to);
-      if (!hit?.[2]) throw new Error(`slot ${slot} is served by no node`);
-      return hit[2][1];
-    } finally {
-      r.disconnect();
-    }
+  /** SIGSTOP one node: it keeps its sockets and answers nothing. */
+  freeze(port: number): void {
+    this.procs[this.ports.indexOf(port)]!.signal('SIGSTOP');
   }
 
-  static async start(masters = 3, extraArgs: string[] = []): Promise<PrivateRedisCluster> {
+  resume(port: number): void {
+    this.procs[this.ports.indexOf(port)]!.signal('SIGCONT');
+  }
+
+  /** The port of the master that serves `key`'s slot. */
+  async nodeOf(key: string): Promise<number> {
+    return (await this.slotNodes(key))[0]!;
+  }
+
+  /** The ports serving `key`'s slot, as a live node lists them: the master first, then its replicas. */
+  async slotNodes(key: string): Promise<number[]> {
+    const live = this.ports.filter((_, i) => this.procs[i]!.running);
+    for (const port of live) {
+      const r = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => null, connectTimeout: 1000 });
+      r.on('error', () => {});
+      try {
+        const slot = await r.cluster('KEYSLOT', key);
+        const ranges = await r.cluster('SLOTS');
+        const hit = ranges.find(([from, to]) => slot >= from && slot <= to);
+        if (!hit?.[2]) throw new Error(`slot ${slot} is served by no node`);
+        return (hit.slice(2) as unknown as Array<[string, number]>).map((n) => n[1]);
+      } catch {
+        // ask the next node
+      } finally {
+        r.disconnect();
+      }
+    }
+    throw new Error(`no live node answers for ${key}'s slot`);
+  }
+
+  static async start(masters = 3, extraArgs: string[] = [], replicas = 0): Promise<PrivateRedisCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'relay-ha-cluster-'));
     const ports: number[] = [];
     const procs: ManagedProcess[] = [];
     const cluster = new PrivateRedisCluster(dir, ports, procs);
     try {
-      for (let i = 0; i < masters; i++) {
+      for (let i = 0; i < masters * (1 + replicas); i++) {
         const [port, busPort] = [await freePort(), await freePort()];
         ports.push(port);
         const args = [
@@ -64,8 +86,9 @@ export class PrivateRedisCluster {
         p.start();
       }
       await Promise.all(procs.map((p) => p.waitForOutput('Ready to accept connections', 15_000)));
-      await runCli(['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
+      await runCli(['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', `${replicas}`, '--cluster-yes']);
       await cluster.waitForState('ok', 20_000);
+      if (replicas > 0) await cluster.waitForReplicas(replicas, 30_000);
       return cluster;
     } catch (err) {
       await cluster.stop();
@@ -76,7 +99,7 @@ export class PrivateRedisCluster {
   /** Polls CLUSTER INFO on every node (bounded) until each reports `cluster_state:<state>` and all slots assigned. */
   async waitForState(state: 'ok', timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    const clients = this.ports.map((port) => new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, lazyConnect: true }));
+    const clients = this.ports.filter((_, i) => this.procs[i]!.running).map((port) => new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, lazyConnect: true }));
     try {
       for (let round = 0; round < 400 && Date.now() < deadline; round++) {
         const infos = await Promise.all(clients.map((c) => c.cluster('INFO').catch(() => '') as Promise<string>));
@@ -84,6 +107,24 @@ export class PrivateRedisCluster {
         await new Promise((r) => setTimeout(r, 50));
       }
       throw new Error(`redis cluster not ${state} after ${timeoutMs} ms`);
+    } finally {
+      for (const c of clients) c.disconnect();
+    }
+  }
+
+  /** Polls (bounded) until every slot range lists `replicas` replicas and each replica's link to its master is up. */
+  async waitForReplicas(replicas: number, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const clients = this.ports.map((port) => new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, lazyConnect: true }));
+    try {
+      for (let round = 0; round < 600 && Date.now() < deadline; round++) {
+        const ranges = (await clients[0]!.cluster('SLOTS').catch(() => [])) as unknown[][];
+        const infos = await Promise.all(clients.map((c) => c.info('replication').catch(() => '')));
+        const linked = infos.filter((i) => i.includes('role:slave') && i.includes('master_link_status:up')).length;
+        if (ranges.length > 0 && ranges.every((r) => r.length === 3 + replicas) && linked === this.ports.length - ranges.length) return;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`redis cluster replicas not in step after ${timeoutMs} ms`);
     } finally {
       for (const c of clients) c.disconnect();
     }
