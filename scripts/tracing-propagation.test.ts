@@ -51,7 +51,7 @@ describe('trace context from the gateway through the verifier to realtime', () =
     });
     await verifier.start();
     const verifierAddr = `127.0.0.1:${verifier.grpcPort}`;
-    realtime = realtimeService.createServer(realtimeService.loadConfig({ ...base, REALTIME_PORT: '0', VERIFIER_ADDR: verifierAddr, HISTORY_DIR: historyDir }, { standalone: false }), {
+    realtime = realtimeService.createServer(realtimeService.loadConfig({ ...base, REALTIME_PORT: '0', REALTIME_OPS_PORT: '0', VERIFIER_ADDR: verifierAddr, HISTORY_DIR: historyDir }, { standalone: false }), {
       bus,
       feed: new ManualTenantFeed(),
       logger: quiet,
@@ -59,7 +59,7 @@ describe('trace context from the gateway through the verifier to realtime', () =
     });
     await realtime.start();
     gateway = gatewayService.createServer(
-      gatewayService.loadConfig({ ...base, GATEWAY_PORT: '0', VERIFIER_ADDR: verifierAddr, REALTIME_URL: `http://127.0.0.1:${realtime.port}`, AUTH_CACHE_TTL_S: '0' }),
+      gatewayService.loadConfig({ ...base, GATEWAY_PORT: '0', GATEWAY_OPS_PORT: '0', VERIFIER_ADDR: verifierAddr, REALTIME_URL: `http://127.0.0.1:${realtime.port}`, AUTH_CACHE_TTL_S: '0' }),
       { bus, feed: new ManualTenantFeed(), logger: quiet, tracing: tracing('edge-gateway') },
     );
     await gateway.start();

@@ -115,16 +115,18 @@ describe('docker-compose.yml', () => {
     for (const s of Object.values(compose.services)) expect(s.networks).toEqual(['internal']);
   });
 
-  it('runs two verifiers and two realtime instances, and health-checks each service on its HTTP port', () => {
+  it('runs two verifiers and two realtime instances, and health-checks each service on its ops port (never published)', () => {
     expect(compose.services['auth-verifier']!.deploy?.replicas).toBe(2);
     expect(compose.services.realtime!.deploy?.replicas).toBe(2);
-    const httpPorts: Record<string, number> = {
-      'tenant-registry': apps['tenant-registry']().httpPort,
+    const opsPorts: Record<string, number> = {
+      'tenant-registry': apps['tenant-registry']().opsPort,
       'auth-verifier': apps['auth-verifier']().httpPort,
-      realtime: apps.realtime().port,
-      'edge-gateway': apps['edge-gateway']().port,
+      realtime: apps.realtime().opsPort,
+      'edge-gateway': apps['edge-gateway']().opsPort,
     };
-    for (const [name, port] of Object.entries(httpPorts)) {
+    const published = Object.values(compose.services).flatMap((s) => (s.ports ?? []).map((p) => Number(p.split(':').pop())));
+    for (const [name, port] of Object.entries(opsPorts)) {
+      expect(published, name).not.toContain(port);
       expect(compose.services[name]!.healthcheck!.test.join(' ')).toContain(`http://127.0.0.1:${port}/readyz`);
     }
   });

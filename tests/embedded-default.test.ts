@@ -34,6 +34,9 @@ describe('npm start on the embedded default', () => {
       REGISTRY_GRPC_PORT: `${await freePort()}`,
       VERIFIER_GRPC_PORT: `${await freePort()}`,
       VERIFIER_HTTP_PORT: `${await freePort()}`,
+      GATEWAY_OPS_PORT: `${await freePort()}`,
+      REALTIME_OPS_PORT: `${await freePort()}`,
+      REGISTRY_OPS_PORT: `${await freePort()}`,
     };
     env.REGISTRY_URL = `http://127.0.0.1:${env.REGISTRY_HTTP_PORT}`;
     env.REGISTRY_GRPC_ADDR = `127.0.0.1:${env.REGISTRY_GRPC_PORT}`;
@@ -44,6 +47,17 @@ describe('npm start on the embedded default', () => {
     expect(proc!.logs).toContain(`ws://127.0.0.1:${env.GATEWAY_PORT}/ws`);
     expect(proc!.logs).toContain(`ws://127.0.0.1:${env.REALTIME_PORT}/ws`);
     expect(proc!.logs).toContain(join(dataDir, 'secrets.env'));
+    // Readiness and metrics on the ops listeners the banner names; the public ports answer them 404 and keep /healthz.
+    for (const [name, ops, pub] of [['gateway', env.GATEWAY_OPS_PORT, env.GATEWAY_PORT], ['realtime', env.REALTIME_OPS_PORT, env.REALTIME_PORT], ['registry', env.REGISTRY_OPS_PORT, env.REGISTRY_HTTP_PORT]] as const) {
+      expect(proc!.logs).toContain(`${name} http://127.0.0.1:${ops}`);
+      for (const path of ['/readyz', '/metrics']) {
+        expect((await fetch(`http://127.0.0.1:${ops}${path}`)).status, `${name} ops ${path}`).toBe(200);
+        const refused = await fetch(`http://127.0.0.1:${pub}${path}`);
+        expect(refused.status, `${name} public ${path}`).toBe(404);
+        expect(await refused.json()).toEqual({ errors: ['not_found'] });
+      }
+      expect((await fetch(`http://127.0.0.1:${pub}/healthz`)).status, `${name} public /healthz`).toBe(200);
+    }
     expect(statSync(join(dataDir, 'secrets.env')).mode & 0o777).toBe(0o600);
 
     // The CLI finds the generated admin token through DATA_DIR.

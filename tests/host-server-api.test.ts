@@ -131,7 +131,7 @@ describe('host server API across the whole stack', () => {
     await stack.processes.verifier1!.stop();
     await stack.restart('verifier1');
     // The gateway's verifier connection is back once its readiness says so.
-    await waitForHttp(`${stack.gatewayUrl}/readyz`, 30_000);
+    await waitForHttp(stack.health.gateway!.replace('/healthz', '/readyz'), 30_000);
     const res = await me(old);
     expect(res.status).toBe(401);
     expect((await me(sign(carol))).status).toBe(200);

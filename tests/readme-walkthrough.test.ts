@@ -60,7 +60,7 @@ describe('the README walkthrough, as written', () => {
       filter: (src) => !/^(node_modules|\.data|\.git|artifacts|coverage)(\/|$)/.test(relative(REPO_ROOT, src)),
     });
     symlinkSync(join(REPO_ROOT, 'node_modules'), join(copy, 'node_modules'));
-    for (const name of ['GATEWAY_PORT', 'REALTIME_PORT', 'REGISTRY_HTTP_PORT', 'REGISTRY_GRPC_PORT', 'VERIFIER_GRPC_PORT', 'VERIFIER_HTTP_PORT']) ports[name] = `${await freePort()}`;
+    for (const name of ['GATEWAY_PORT', 'REALTIME_PORT', 'REGISTRY_HTTP_PORT', 'REGISTRY_GRPC_PORT', 'VERIFIER_GRPC_PORT', 'VERIFIER_HTTP_PORT', 'GATEWAY_OPS_PORT', 'REALTIME_OPS_PORT', 'REGISTRY_OPS_PORT']) ports[name] = `${await freePort()}`;
     // The README's first terminal: `npm start` in the copy, nothing else set.
     relay = new ManagedProcess('npm start', 'npm', ['start'], ports, { cwd: copy });
     relay.start();

@@ -29,6 +29,9 @@ describe('deleting a tenant on the embedded default', () => {
       REGISTRY_GRPC_PORT: `${await freePort()}`,
       VERIFIER_GRPC_PORT: `${await freePort()}`,
       VERIFIER_HTTP_PORT: `${await freePort()}`,
+      GATEWAY_OPS_PORT: `${await freePort()}`,
+      REALTIME_OPS_PORT: `${await freePort()}`,
+      REGISTRY_OPS_PORT: `${await freePort()}`,
     };
     env.REGISTRY_URL = `http://127.0.0.1:${env.REGISTRY_HTTP_PORT}`;
     env.REGISTRY_GRPC_ADDR = `127.0.0.1:${env.REGISTRY_GRPC_PORT}`;
@@ -83,7 +86,7 @@ describe('deleting a tenant on the embedded default', () => {
     expect(deleted.code, deleted.stderr).toBe(0);
     expect(JSON.parse(deleted.stdout)).toEqual({ tenant_id: A, deleted: true, deleted_at: expect.any(String), usage_kept: false, purged: expect.objectContaining({ tenant_channel_rules: 1, user_revocations: 1, tenant_limits: 0 }) });
     // The purge began at the 200; once realtime reports it done, the journal on disk holds nothing of A; B's lines stay.
-    const purgesDone = async () => Number(/^relay_realtime_tenant_purges_total\{outcome="done"[^}]*\} (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${env.REALTIME_PORT}/metrics`)).text())?.[1] ?? 0);
+    const purgesDone = async () => Number(/^relay_realtime_tenant_purges_total\{outcome="done"[^}]*\} (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${env.REALTIME_OPS_PORT}/metrics`)).text())?.[1] ?? 0);
     await expect.poll(purgesDone, { timeout: 10_000, interval: 20 }).toBe(1);
     expect(journal()).not.toContain(A);
     expect(journal()).toContain(b.t.tenant_id);

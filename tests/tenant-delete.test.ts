@@ -77,9 +77,9 @@ describe('deleting a tenant across the whole stack', () => {
     }
     return found.map((k) => k.slice(stack.redisPrefix.length)).sort();
   };
-  /** relay_realtime_tenant_purges_total{outcome="done"} of the instance behind this ws:// URL. */
-  const purgesDone = async (ws: string): Promise<number> => {
-    const text = await (await fetch(ws.replace(/^ws/, 'http').replace(/\/ws$/, '/metrics'))).text();
+  /** relay_realtime_tenant_purges_total{outcome="done"} of a realtime instance (its ops listener's /metrics). */
+  const purgesDone = async (name: string): Promise<number> => {
+    const text = await (await fetch(stack.health[name]!.replace('/healthz', '/metrics'))).text();
     return Number(/^relay_realtime_tenant_purges_total\{outcome="done"[^}]*\} (\d+)/m.exec(text)?.[1] ?? 0);
   };
   const rowsOf = async (tenantId: string): Promise<Record<string, unknown[]>> => {
@@ -143,7 +143,7 @@ describe('deleting a tenant across the whole stack', () => {
     // At the 200 A's rows are gone from PostgreSQL (one transaction with the tombstone), its connections closed
     // and its tokens refused on both instances, and each instance has begun purging; wait for both to report it done.
     const purgedAt = Date.now();
-    await expect.poll(async () => Promise.all(stack.realtimeWs.map(purgesDone)), { timeout: 10_000, interval: 20 }).toEqual([1, 1]);
+    await expect.poll(async () => Promise.all(['realtime1', 'realtime2'].map(purgesDone)), { timeout: 10_000, interval: 20 }).toEqual([1, 1]);
     const purgeMs = Date.now() - purgedAt;
     const keysAfter = await redisKeysOf(A);
     // Left: only the verifier's version floor (a number, no secret; it expires) that keeps a stale key entry from coming back.

@@ -70,11 +70,11 @@ describe('plans and per-tenant limits across the whole stack', () => {
       body: JSON.stringify({ data }),
     });
   const refusals = async (instance: number, limit: string) => {
-    const text = await (await fetch(`${realtimeHttp(instance)}/metrics`)).text();
+    const text = await (await fetch(stack.health[`realtime${instance + 1}`]!.replace('/healthz', '/metrics'))).text();
     return Number(new RegExp(`relay_realtime_limit_refusals_total\\{limit="${limit}"[^}]*\\} (\\d+)`).exec(text)?.[1] ?? 0);
   };
   const syncs = async (instance: number) => {
-    const text = await (await fetch(`${realtimeHttp(instance)}/metrics`)).text();
+    const text = await (await fetch(stack.health[`realtime${instance + 1}`]!.replace('/healthz', '/metrics'))).text();
     return Number(/relay_realtime_tenant_rate_syncs_total\{result="ok"[^}]*\} (\d+)/.exec(text)?.[1] ?? 0);
   };
   /** Two reconciliations of `instance` that started after now: what any instance admitted before now is in its view. */

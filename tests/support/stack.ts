@@ -15,7 +15,11 @@ export interface Stack {
   /** ws://…/ws of each realtime instance. */
   realtimeWs: string[];
   processes: Record<string, ManagedProcess>;
-  /** GET /healthz of every service, by process name. */
+  /**
+   * GET /healthz of every service's ops listener, by process name: it listens
+   * last, so it answering means the service is up. Its /readyz and /metrics
+   * are beside it (`.replace('/healthz', '/metrics')`); the public ports answer those 404.
+   */
   health: Record<string, string>;
   /** Starts a stopped service again and waits until it is healthy. */
   restart(name: string): Promise<void>;
@@ -74,6 +78,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     verifierHttp: [await freePort(), await freePort()],
     realtime: [await freePort(), await freePort()],
     gateway: await freePort(),
+    // The ops listeners (/healthz, /readyz, /metrics); the verifier's is its HTTP port.
+    registryOps: await freePort(),
+    realtimeOps: [await freePort(), await freePort()],
+    gatewayOps: await freePort(),
   };
   const redisPrefix = uniqueRedisPrefix('e2e');
   const common = {
@@ -91,15 +99,16 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     health[name] = healthUrl;
   };
   // The host server API's publish and presence go to realtime2, so the gateway (realtime1) and the registry use different instances.
-  add('registry', 'tenant-registry', { DATABASE_URL: db.url, REGISTRY_HTTP_PORT: `${ports.registryHttp}`, REGISTRY_GRPC_PORT: `${ports.registryGrpc}`, REALTIME_URL: `http://127.0.0.1:${ports.realtime[1]}`, VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[1]}`, ...(typeof opts.registryEnv === 'function' ? opts.registryEnv(ports) : opts.registryEnv) }, `http://127.0.0.1:${ports.registryHttp}/healthz`);
+  add('registry', 'tenant-registry', { DATABASE_URL: db.url, REGISTRY_HTTP_PORT: `${ports.registryHttp}`, REGISTRY_GRPC_PORT: `${ports.registryGrpc}`, REGISTRY_OPS_PORT: `${ports.registryOps}`, REALTIME_URL: `http://127.0.0.1:${ports.realtime[1]}`, VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[1]}`, ...(typeof opts.registryEnv === 'function' ? opts.registryEnv(ports) : opts.registryEnv) }, `http://127.0.0.1:${ports.registryOps}/healthz`);
   for (const i of [0, 1]) {
     add(`verifier${i + 1}`, 'auth-verifier', { VERIFIER_GRPC_PORT: `${ports.verifierGrpc[i]}`, VERIFIER_HTTP_PORT: `${ports.verifierHttp[i]}`, REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}` }, `http://127.0.0.1:${ports.verifierHttp[i]}/healthz`);
   }
   for (const i of [0, 1]) {
-    add(`realtime${i + 1}`, 'realtime', { REALTIME_PORT: `${ports.realtime[i]}`, VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[i]}`, REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}`, ...(Array.isArray(opts.realtimeEnv) ? opts.realtimeEnv[i] : opts.realtimeEnv) }, `http://127.0.0.1:${ports.realtime[i]}/healthz`);
+    add(`realtime${i + 1}`, 'realtime', { REALTIME_PORT: `${ports.realtime[i]}`, REALTIME_OPS_PORT: `${ports.realtimeOps[i]}`, VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[i]}`, REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}`, ...(Array.isArray(opts.realtimeEnv) ? opts.realtimeEnv[i] : opts.realtimeEnv) }, `http://127.0.0.1:${ports.realtimeOps[i]}/healthz`);
   }
   add('gateway', 'edge-gateway', {
     GATEWAY_PORT: `${ports.gateway}`,
+    GATEWAY_OPS_PORT: `${ports.gatewayOps}`,
     // Tests send refused tokens from one address by the hundred; the budget is tested in tests/faults/overload.test.ts.
     REFUSED_AUTH_BURST: '1000000',
     REFUSED_AUTH_RATE_LIMIT: '1000000',
@@ -108,7 +117,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     REGISTRY_URL: `http://127.0.0.1:${ports.registryHttp}`,
     REALTIME_URL: (opts.gatewayToBothRealtimes ? ports.realtime : ports.realtime.slice(0, 1)).map((p) => `http://127.0.0.1:${p}`).join(','),
     ...opts.gatewayEnv,
-  }, `http://127.0.0.1:${ports.gateway}/healthz`);
+  }, `http://127.0.0.1:${ports.gatewayOps}/healthz`);
 
   const startOne = async (name: string) => {
     const p = procs[name]!;

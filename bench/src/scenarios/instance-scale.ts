@@ -207,6 +207,9 @@ export const instanceScale: Scenario = {
             VERIFIER_HTTP_PORT: await freeLoopbackPort(),
             REALTIME_PORT: await freeLoopbackPort(),
             GATEWAY_PORT: await freeLoopbackPort(),
+            REGISTRY_OPS_PORT: await freeLoopbackPort(),
+            REALTIME_OPS_PORT: await freeLoopbackPort(),
+            GATEWAY_OPS_PORT: await freeLoopbackPort(),
           };
           const adminToken = randomBytes(32).toString('base64url');
           const env = {

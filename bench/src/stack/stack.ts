@@ -128,6 +128,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     VERIFIER_HTTP_PORT: '0',
     REALTIME_PORT: '0',
     GATEWAY_PORT: '0',
+    // The ops listeners (/readyz, /metrics) too: fixed defaults would collide between instances.
+    REGISTRY_OPS_PORT: '0',
+    REALTIME_OPS_PORT: '0',
+    GATEWAY_OPS_PORT: '0',
     // Every bench client connects from loopback; the per-address cap would refuse them past 1000.
     MAX_CONNECTIONS_PER_ADDRESS: '19000',
     // One tenant's publisher saturates the server and its clients fill it: the

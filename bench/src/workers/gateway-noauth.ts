@@ -66,7 +66,6 @@ async function start(args: StartArgs): Promise<{ port: number }> {
     config,
     logger,
     metrics: createGatewayMetrics(),
-    readiness: {},
     agent,
     ...(args.mode === 'off' ? { authenticate: false } : { authenticator: prepared }),
   });

@@ -18,7 +18,7 @@ export function startupFailure(err: unknown): string {
     return (
       `startup failed: ${message}: another process already listens there. ` +
       'Most likely service-relay is already running (a second `npm start`?): use that one, or stop it (Ctrl-C in its terminal); ' +
-      'to run both, give this one other ports (GATEWAY_PORT, REALTIME_PORT, REGISTRY_HTTP_PORT, REGISTRY_GRPC_PORT, VERIFIER_GRPC_PORT, VERIFIER_HTTP_PORT).'
+      'to run both, give this one other ports (GATEWAY_PORT, REALTIME_PORT, REGISTRY_HTTP_PORT, REGISTRY_GRPC_PORT, VERIFIER_GRPC_PORT, VERIFIER_HTTP_PORT, GATEWAY_OPS_PORT, REALTIME_OPS_PORT, REGISTRY_OPS_PORT).'
     );
   }
   return `startup failed: ${message}`;

@@ -71,22 +71,60 @@ export function parseRedisUrl(url: string): RedisTopology {
   return { kind: 'sentinel', sentinels: hosts, name, db: Number(db), tls, username, password };
 }
 
+/**
+ * TLS settings for a `rediss…://` URL beyond the URL itself (docs/OPERATIONS.md
+ * "TLS to Redis and PostgreSQL"), read from REDIS_TLS_* at start. Without any,
+ * a `rediss…://` URL verifies the server against Node's bundled CAs and the
+ * host name it connects to.
+ */
+export interface RedisTls {
+  /** REDIS_TLS_CA_FILE's PEM: the CAs trusted for Redis (instead of Node's bundled ones). */
+  ca?: string;
+  /** REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE's PEM: a client certificate, for servers with `tls-auth-clients yes`. */
+  cert?: string;
+  key?: string;
+  /**
+   * REDIS_TLS_SERVERNAME: the name every Redis certificate is checked against
+   * (and sent as SNI), for Sentinel and Cluster nodes, which are announced by
+   * IP address: without it the certificate must name that address.
+   */
+  servername?: string;
+}
+
+/** What a Redis client is built from: REDIS_URL, and the TLS settings when it uses TLS. */
+export type RedisTarget = string | { url: string; tls?: RedisTls | undefined };
+
 /** Cluster-level options (the rest go to every node connection). */
 const CLUSTER_KEYS = ['enableOfflineQueue', 'retryStrategy', 'lazyConnect'] as const;
+
+/** How createRedis builds a client: ioredis's constructor arguments, by topology (exported for tests). */
+export type RedisClientPlan =
+  | { kind: 'single'; url: string; options: RedisOptions }
+  | { kind: 'sentinel'; options: RedisOptions }
+  | { kind: 'cluster'; nodes: Array<{ host: string; port: number }>; options: ClusterOptions };
+
+/** The options every connection of `tls` gets; {} when TLS is on with nothing beyond the URL. */
+function tlsOptions(tls: RedisTls | undefined): NonNullable<RedisOptions['tls']> {
+  const out: NonNullable<RedisOptions['tls']> = {};
+  if (tls?.ca !== undefined) out.ca = tls.ca;
+  if (tls?.cert !== undefined) out.cert = tls.cert;
+  if (tls?.key !== undefined) out.key = tls.key;
+  if (tls?.servername !== undefined) out.servername = tls.servername;
+  return out;
+}
 
 /**
  * One set of connection options for every Redis client we open: commands fail
  * fast while Redis is down (callers have their own fallbacks) instead of
  * queueing without bound, and the client keeps reconnecting in the background.
  *
- * `url` picks the topology: one server, a Sentinel-managed master (the client
- * asks the sentinels where the master is on every reconnect, so a failover is
- * a reconnect), or a Cluster. A Cluster client is returned as `Redis`: it
- * has the same command, script, pipeline and pub/sub surface that our
- * drivers use; what differs (one slot per script or pipeline) is the key
- * layout's job (hash tags: docs/OPERATIONS.md "Redis high availability").
+ * The URL picks the topology: one server, a Sentinel-managed master (the
+ * client asks the sentinels where the master is on every reconnect, so a
+ * failover is a reconnect), or a Cluster. `rediss…://` turns TLS on for every
+ * connection: the data nodes and, under Sentinel, the sentinels too.
  */
-export function createRedis(url: string, overrides: RedisOptions = {}): Redis {
+export function redisClientPlan(target: RedisTarget, overrides: RedisOptions = {}): RedisClientPlan {
+  const { url, tls: extra } = typeof target === 'string' ? { url: target, tls: undefined } : target;
   const options: RedisOptions = {
     connectTimeout: 2000,
     maxRetriesPerRequest: 1,
@@ -95,40 +133,65 @@ export function createRedis(url: string, overrides: RedisOptions = {}): Redis {
     ...overrides,
   };
   const topology = parseRedisUrl(url);
-  if (topology.kind === 'single') return new Redis(url, options);
+  const secure = topology.kind === 'single' ? url.startsWith('rediss://') : topology.tls;
+  if (extra && !secure) throw new RedisUrlError('is not a TLS URL (rediss://, rediss-sentinel:// or rediss-cluster://), but TLS settings were given');
+  // ioredis reads the URL first and takes options only for what it left unset: the URL never sets `tls` itself.
+  const tls = secure ? { tls: tlsOptions(extra) } : {};
+  if (topology.kind === 'single') return { kind: 'single', url, options: { ...options, ...tls } };
   const auth = { username: topology.username, password: topology.password };
-  const tls = topology.tls ? { tls: {} } : {};
   if (topology.kind === 'sentinel') {
-    return new Redis({
-      ...options,
-      ...auth,
-      ...tls,
-      sentinels: topology.sentinels,
-      name: topology.name,
-      db: topology.db,
-      sentinelPassword: topology.password,
-      sentinelUsername: topology.username,
-      ...(topology.tls ? { enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
-      // A sentinel that is itself down must not stop the search for the master.
-      sentinelRetryStrategy: (times) => Math.min(100 * times, 1000),
-      // Subscribe to +switch-master so a failover is noticed at once rather than at the next failed command.
-      failoverDetector: true,
-    });
+    return {
+      kind: 'sentinel',
+      options: {
+        ...options,
+        ...auth,
+        ...tls,
+        sentinels: topology.sentinels,
+        name: topology.name,
+        db: topology.db,
+        sentinelPassword: topology.password,
+        sentinelUsername: topology.username,
+        // The master (found through the sentinels) and the sentinels themselves, both over TLS.
+        ...(secure ? { enableTLSForSentinelMode: true, sentinelTLS: tlsOptions(extra) } : {}),
+        // A sentinel that is itself down must not stop the search for the master.
+        sentinelRetryStrategy: (times) => Math.min(100 * times, 1000),
+        // Subscribe to +switch-master so a failover is noticed at once rather than at the next failed command.
+        failoverDetector: true,
+      },
+    };
   }
   const nodeOptions: RedisOptions = { ...options, ...auth, ...tls };
   for (const k of CLUSTER_KEYS) delete nodeOptions[k];
   const retry = options.retryStrategy;
-  const clusterOptions: ClusterOptions = {
-    enableOfflineQueue: options.enableOfflineQueue,
-    lazyConnect: options.lazyConnect,
-    clusterRetryStrategy: retry === null || retry === undefined ? () => null : (times) => retry(times),
-    // A moved slot or a promoted replica: retry the command shortly instead of failing it at once.
-    retryDelayOnFailover: 100,
-    retryDelayOnClusterDown: 100,
-    slotsRefreshTimeout: 2000,
-    redisOptions: nodeOptions,
+  return {
+    kind: 'cluster',
+    nodes: topology.nodes,
+    options: {
+      enableOfflineQueue: options.enableOfflineQueue,
+      lazyConnect: options.lazyConnect,
+      clusterRetryStrategy: retry === null || retry === undefined ? () => null : (times) => retry(times),
+      // A moved slot or a promoted replica: retry the command shortly instead of failing it at once.
+      retryDelayOnFailover: 100,
+      retryDelayOnClusterDown: 100,
+      slotsRefreshTimeout: 2000,
+      // Every node connection, the seeds and those CLUSTER SLOTS names (TLS included).
+      redisOptions: nodeOptions,
+    },
   };
-  return new Cluster(topology.nodes, clusterOptions) as unknown as Redis;
+}
+
+/**
+ * A Redis client for `target` (see redisClientPlan). A Cluster client is
+ * returned as `Redis`: it has the same command, script, pipeline and pub/sub
+ * surface that our drivers use; what differs (one slot per script or
+ * pipeline) is the key layout's job (hash tags: docs/OPERATIONS.md "Redis
+ * high availability").
+ */
+export function createRedis(target: RedisTarget, overrides: RedisOptions = {}): Redis {
+  const plan = redisClientPlan(target, overrides);
+  if (plan.kind === 'single') return new Redis(plan.url, plan.options);
+  if (plan.kind === 'sentinel') return new Redis(plan.options);
+  return new Cluster(plan.nodes, plan.options) as unknown as Redis;
 }
 
 /** True for a client built from a `redis-cluster://` URL. */

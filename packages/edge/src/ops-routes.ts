@@ -1,6 +1,7 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import { errorBody, httpStatusFor, withTimeout } from '@service-relay/core';
+import { sendError } from './error-response';
 import { sendJson } from './json-response';
 
 /** One dependency's check: true when reachable. */
@@ -37,16 +38,27 @@ export interface OpsOptions {
 }
 
 /**
+ * Serves GET /healthz: the process is up. Returns true when it answered. The
+ * one ops endpoint a public port keeps: a load balancer checks the port it
+ * sends traffic to, and peers (the gateway's readiness) check the port they
+ * call; it reveals nothing and costs nothing. /readyz (which names every
+ * dependency and calls each) and /metrics are on the ops port only.
+ */
+export function handleHealth(req: IncomingMessage, res: ServerResponse): boolean {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  if ((req.url ?? '').split('?', 1)[0] !== '/healthz') return false;
+  sendJson(res, 200, { status: 'ok' });
+  return true;
+}
+
+/**
  * Serves GET /healthz, /readyz and /metrics. Returns true when it answered,
  * so any HTTP stack (node:http or express) can put it in front of its routes.
  */
 export function handleOps(req: IncomingMessage, res: ServerResponse, opts: OpsOptions): boolean {
+  if (handleHealth(req, res)) return true;
   if (req.method !== 'GET' && req.method !== 'HEAD') return false;
   const path = (req.url ?? '').split('?', 1)[0];
-  if (path === '/healthz') {
-    sendJson(res, 200, { status: 'ok' });
-    return true;
-  }
   if (path === '/readyz') {
     void runReadiness(opts.readiness).then((checks) => {
       const ok = Object.values(checks).every(Boolean);
@@ -65,4 +77,23 @@ export function handleOps(req: IncomingMessage, res: ServerResponse, opts: OpsOp
     return true;
   }
   return false;
+}
+
+/** How long the ops listener waits for a request head; kubelet and Prometheus send theirs at once. */
+const OPS_HEADERS_TIMEOUT_MS = 10_000;
+
+/**
+ * The ops listener (docs/OPERATIONS.md "Health, readiness, metrics"): GET
+ * /healthz, /readyz and /metrics, and `404 not_found` for anything else, on a
+ * port of its own that only the orchestrator and Prometheus reach. The public
+ * listeners serve /healthz only. Not under the public connection guard: a
+ * gateway at its connection cap must still answer its probes.
+ */
+export function createOpsServer(opts: OpsOptions): Server {
+  const server = createServer((req, res) => {
+    if (!handleOps(req, res, opts)) sendError(res, 'not_found');
+  });
+  server.headersTimeout = OPS_HEADERS_TIMEOUT_MS;
+  server.requestTimeout = OPS_HEADERS_TIMEOUT_MS;
+  return server;
 }

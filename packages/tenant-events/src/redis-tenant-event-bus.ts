@@ -1,4 +1,4 @@
-import { createRedis, redisPing, redisReady, watchClusterSubscriber, withTimeout, type Logger, type Redis } from '@service-relay/core';
+import { createRedis, redisPing, redisReady, watchClusterSubscriber, withTimeout, type Logger, type Redis, type RedisTarget } from '@service-relay/core';
 import type { NoticeHandler, TenantEventBus } from './tenant-event-bus';
 
 /** A notice that Redis does not take within this is reported as not sent; the feed's polling covers it. */
@@ -17,7 +17,7 @@ export class RedisTenantEventBus implements TenantEventBus {
   private subscribed: Promise<unknown> | undefined;
 
   constructor(
-    url: string,
+    url: RedisTarget,
     prefix: string,
     private readonly logger: Logger,
   ) {

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import type { Server as HttpServer } from 'node:http';
 import { closeServer, createLogger, listen, startTracing, systemClock, withTimeout, type Clock, type Logger, type Service, type Tracing } from '@service-relay/core';
-import { handleOps, sendError, type ReadinessCheck } from '@service-relay/edge';
+import { createOpsServer, type ReadinessCheck } from '@service-relay/edge';
 import { bindServer, grpcAddress, HealthService, serviceDefinition, stopServer, VERIFIER_PROTO, VERIFIER_SERVICE } from '@service-relay/grpc';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeed } from '@service-relay/tenant-events';
 import type { VerifierConfig } from './config';
@@ -65,9 +65,8 @@ export function createServer(config: Readonly<VerifierConfig>, deps: VerifierDep
         ...(config.redis.url && { bus: () => bus.ready() }),
       }
     : { keys: async () => Object.values(await keySource.readiness()).every(Boolean) };
-  const http: HttpServer = createHttpServer((req, res) => {
-    if (!handleOps(req, res, { metrics: registry, readiness })) sendError(res, 'not_found');
-  });
+  // Its HTTP port is its ops listener, as the other services' *_OPS_PORT: /healthz, /readyz, /metrics, nothing else.
+  const http: HttpServer = createOpsServer({ metrics: registry, readiness });
 
   let grpcPort = 0;
   let httpPort = 0;

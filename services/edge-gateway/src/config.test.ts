@@ -10,6 +10,8 @@ describe('loadConfig', () => {
     expect(c).toMatchObject({
       port: 8080,
       host: '127.0.0.1',
+      opsPort: 9080,
+      opsHost: '127.0.0.1',
       connectionLimits: { firstByteTimeoutMs: 10_000, maxConnections: 19_000, maxPerAddress: 1_000 },
       maxRequestHeaders: 100,
       verifierAddr: '127.0.0.1:50051',
@@ -27,6 +29,14 @@ describe('loadConfig', () => {
     });
     expect(Object.isFrozen(c)).toBe(true);
     expect(c).not.toHaveProperty('authenticate');
+  });
+
+  it('reads the ops listener (its own port and bind address), which must not be the public port', () => {
+    expect(loadConfig({ ...base, GATEWAY_OPS_PORT: '9100', GATEWAY_OPS_HOST: '0.0.0.0', BIND_HOST: '10.0.0.5' })).toMatchObject({ opsPort: 9100, opsHost: '0.0.0.0', host: '10.0.0.5' });
+    expect(loadConfig({ ...base, BIND_HOST: '0.0.0.0' }).opsHost).toBe('0.0.0.0');
+    expect(loadConfig({ ...base, GATEWAY_PORT: '0', GATEWAY_OPS_PORT: '0' })).toMatchObject({ port: 0, opsPort: 0 });
+    expect(() => loadConfig({ ...base, GATEWAY_OPS_PORT: '8080' })).toThrow('configuration error: GATEWAY_OPS_PORT must differ from GATEWAY_PORT (8080)');
+    expect(() => loadConfig({ ...base, GATEWAY_OPS_PORT: 'x' })).toThrow(ConfigError);
   });
 
   it('parses CORS origins and trusted proxies', () => {

@@ -1,10 +1,14 @@
-import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig, readUsageConfig, type UsageConfig } from '@service-relay/core';
+import { ConfigError, DEFAULT_PORTS, EnvReader, readOpsListener, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig, readUsageConfig, type UsageConfig } from '@service-relay/core';
 import { readConnectionLimits, type ConnectionLimits } from '@service-relay/edge';
 
 export interface GatewayConfig {
   port: number;
   /** GATEWAY_HOST (else BIND_HOST, else 127.0.0.1). */
   host: string;
+  /** GATEWAY_OPS_PORT (9080): /healthz, /readyz and /metrics; the public port serves /healthz only. */
+  opsPort: number;
+  /** GATEWAY_OPS_HOST (else BIND_HOST, else 127.0.0.1). */
+  opsHost: string;
   connectionLimits: ConnectionLimits;
   /** Requests with more header fields than this are refused with 431 (MAX_REQUEST_HEADERS). */
   maxRequestHeaders: number;
@@ -73,9 +77,11 @@ export function loadConfig(env: Env, opts: LoadOptions = {}): GatewayConfig {
   requireRedisWhenAlone(redis, opts.standalone ?? false);
   const realtimeUrls = r.urlList('REALTIME_URL', `http://127.0.0.1:${DEFAULT_PORTS.REALTIME_PORT}`);
   const registryUrls = r.urlList('REGISTRY_URL', `http://127.0.0.1:${DEFAULT_PORTS.REGISTRY_HTTP_PORT}`);
+  const port = r.port('GATEWAY_PORT', DEFAULT_PORTS.GATEWAY_PORT);
   const config: GatewayConfig = {
-    port: r.port('GATEWAY_PORT', DEFAULT_PORTS.GATEWAY_PORT),
+    port,
     host: r.bindHost('GATEWAY_HOST'),
+    ...readOpsListener(r, 'GATEWAY', 'GATEWAY_PORT', port),
     connectionLimits: Object.freeze(readConnectionLimits(r)),
     maxRequestHeaders: r.int('MAX_REQUEST_HEADERS', 100, 10, 1000),
     verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),

@@ -1,6 +1,6 @@
 import { createServer as createHttpServer, type RequestListener, type Server as HttpServer } from 'node:http';
 import { closeServer, createLogger, listen, startTracing, startUsageMetering, type UsageSink, systemClock, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
-import { guardConnections } from '@service-relay/edge';
+import { createOpsServer, guardConnections } from '@service-relay/edge';
 import { RegistryUsageClient } from '@service-relay/grpc';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient, type VerifyResult } from '@service-relay/verifier-client';
@@ -37,6 +37,8 @@ export interface GatewayServer {
   stop(): Promise<void>;
   /** The bound port (after start()). */
   readonly port: number;
+  /** The ops listener's bound port: /healthz, /readyz, /metrics (after start()). */
+  readonly opsPort: number;
 }
 
 /** Bounds the verification cache; at ~300 bytes an entry this is a few tens of MB at most. */
@@ -86,8 +88,9 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
     metrics,
     agent,
     authenticator,
-    readiness: gatewayReadiness(verifier, { registry: config.registryUrls, ...realtimeChecks(config.realtimeUrls) }),
   });
+  // /readyz and /metrics on a port of their own (the public one answers them 404); never shed, never capped.
+  const ops = createOpsServer({ metrics: metrics.registry, readiness: gatewayReadiness(verifier, { registry: config.registryUrls, ...realtimeChecks(config.realtimeUrls) }) });
   // One span per request; upstreams (realtime, the registry) and the verifier
   // check continue it: the proxy copies the traceparent this sets.
   const server = createListener(traceRequests(tracing, app, { forward: true }), config, logger);
@@ -95,10 +98,14 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
   const wsProxy = createWsProxy({ realtime: roundRobin(config.realtimeUrls), timeoutMs: config.upstreamTimeoutMs, maxRequestHeaders: config.maxRequestHeaders, trustProxy: config.trustProxy, logger, metrics });
   server.on('upgrade', traceUpgrades(tracing, wsProxy.handle));
   let port = 0;
+  let opsPort = 0;
 
   return {
     get port() {
       return port;
+    },
+    get opsPort() {
+      return opsPort;
     },
     async start() {
       // Not fatal: until the feed is current the cache is simply not trusted.
@@ -107,13 +114,17 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
       // (and cannot miss its deadline doing so); not fatal, checks fail closed until it is up.
       if (!(await verifier.ready())) logger.warn({ verifier: config.verifierAddr }, 'verifier not reachable at start');
       port = await listen(server, config.port, config.host);
+      // Last: its /readyz 200 means the public port listens.
+      opsPort = await listen(ops, config.opsPort, config.opsHost);
       usage?.start();
-      logger.info({ host: config.host, port, verifier: config.verifierAddr, registry: config.registryUrls, realtime: config.realtimeUrls }, 'edge-gateway listening');
+      logger.info({ host: config.host, port, ops_host: config.opsHost, ops_port: opsPort, verifier: config.verifierAddr, registry: config.registryUrls, realtime: config.realtimeUrls }, 'edge-gateway listening');
     },
     async stop() {
+      // Not ready from the first moment of the stop.
+      const opsClosing = closeServer(ops, 1000);
       const closing = closeServer(server);
       wsProxy.closeAll();
-      await closing;
+      await Promise.all([closing, opsClosing]);
       // The final usage flush: every request answered, the registry still up (the launcher stops it last).
       await usage?.stop();
       agent.destroy();

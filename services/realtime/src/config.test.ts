@@ -13,10 +13,17 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...base, MAX_CONNECTIONS: '500' }, { standalone: false }).connectionLimits.maxPerAddress).toBe(500);
   });
 
+  it('reads the ops listener, which must not be the public port', () => {
+    expect(loadConfig({ ...base, REALTIME_OPS_PORT: '9200', REALTIME_OPS_HOST: '0.0.0.0' }, { standalone: false })).toMatchObject({ opsPort: 9200, opsHost: '0.0.0.0', host: '127.0.0.1' });
+    expect(() => loadConfig({ ...base, REALTIME_PORT: '9081' }, { standalone: false })).toThrow('configuration error: REALTIME_OPS_PORT must differ from REALTIME_PORT (9081)');
+  });
+
   it('applies the documented defaults', () => {
     expect(loadConfig(base, { standalone: false })).toEqual({
       port: 8081,
       host: '127.0.0.1',
+      opsPort: 9081,
+      opsHost: '127.0.0.1',
       // Embedded: behind the in-process gateway, whose WebSockets all come from one address.
       connectionLimits: { firstByteTimeoutMs: 10_000, maxConnections: 19_000, maxPerAddress: 19_000 },
       verifierAddr: '127.0.0.1:50051',

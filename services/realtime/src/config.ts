@@ -1,5 +1,5 @@
 import { join, resolve } from 'node:path';
-import { DEFAULT_PORTS, EnvReader, readUsageConfig, type UsageConfig, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig } from '@service-relay/core';
+import { DEFAULT_PORTS, EnvReader, readOpsListener, readUsageConfig, type UsageConfig, readRedisSettings, readTenantFeedConfig, readTracingConfig, requireRedisWhenAlone, type Env, type RedisSettings, type TenantFeedConfig, type TracingConfig } from '@service-relay/core';
 import { readConnectionLimits, type ConnectionLimits } from '@service-relay/edge';
 import type { TenantLimits } from '@service-relay/tenant-events';
 
@@ -7,6 +7,10 @@ export interface RealtimeConfig {
   port: number;
   /** REALTIME_HOST (else BIND_HOST, else 127.0.0.1). */
   host: string;
+  /** REALTIME_OPS_PORT (9081): /healthz, /readyz and /metrics; the public port serves /healthz only. */
+  opsPort: number;
+  /** REALTIME_OPS_HOST (else BIND_HOST, else 127.0.0.1). */
+  opsHost: string;
   connectionLimits: ConnectionLimits;
   verifierAddr: string;
   /** The registry's gRPC address and the lease of the tenant feed. */
@@ -67,9 +71,11 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
   const r = new EnvReader(env);
   const redis = readRedisSettings(r);
   requireRedisWhenAlone(redis, opts.standalone);
+  const port = r.port('REALTIME_PORT', DEFAULT_PORTS.REALTIME_PORT);
   return Object.freeze({
-    port: r.port('REALTIME_PORT', DEFAULT_PORTS.REALTIME_PORT),
+    port,
     host: r.bindHost('REALTIME_HOST'),
+    ...readOpsListener(r, 'REALTIME', 'REALTIME_PORT', port),
     connectionLimits: Object.freeze(realtimeConnectionLimits(r, env, opts.standalone)),
     verifierAddr: r.address('VERIFIER_ADDR', `127.0.0.1:${DEFAULT_PORTS.VERIFIER_GRPC_PORT}`),
     tenantFeed: Object.freeze(readTenantFeedConfig(r)),

@@ -2,7 +2,7 @@ import type { BatchMode } from './ws/batch-frame';
 import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { closeServer, createLogger, startUsageMetering, type UsageMetering, type UsageSink, listen, startTracing, traceRequests, traceUpgrades, withTimeout, type Clock, type Logger, type Tracing } from '@service-relay/core';
-import { guardConnections, handleOps, rawErrorResponse, sendError } from '@service-relay/edge';
+import { createOpsServer, guardConnections, handleHealth, rawErrorResponse, sendError } from '@service-relay/edge';
 import { createTenantEventBus, createTenantFeed, type TenantEventBus, type TenantFeedHandle } from '@service-relay/tenant-events';
 import { createVerifierClient, type VerifierClient } from '@service-relay/verifier-client';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -98,6 +98,8 @@ export interface RealtimeServer {
   stop(): Promise<void>;
   /** The bound port once started. */
   readonly port: number;
+  /** The ops listener's bound port once started: /healthz, /readyz, /metrics. */
+  readonly opsPort: number;
   readonly metrics: RealtimeMetrics;
   /** Usage metering, when on (USAGE_METERING and a sink). */
   readonly usage: UsageMetering | undefined;
@@ -105,7 +107,7 @@ export interface RealtimeServer {
   readonly refusals: TenantRefusals;
 }
 
-/** HTTP + WebSocket on one port: /ws, the tenant REST API behind the gateway, and ops endpoints. */
+/** HTTP + WebSocket on one port (/ws, the tenant REST API behind the gateway, /healthz), and the ops endpoints on another. */
 export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDeps = {}): RealtimeServer {
   const logger = deps.logger ?? createLogger({ service: 'realtime', level: config.logLevel });
   const clock = deps.clock;
@@ -246,8 +248,11 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     // Not current past its lease: out of the load balancer until it is (ARCHITECTURE.md "Tenant feed").
     tenant_feed: async () => feed.isCurrent(),
   };
+  // /readyz and /metrics on a port of their own; this one answers them 404 (a client must not read them).
+  const ops = createOpsServer({ metrics: metrics.registry, readiness });
   const server: Server = createHttpServer((req, res) => {
-    if (handleOps(req, res, { metrics: metrics.registry, readiness })) return;
+    // /healthz stays here: the gateway's readiness checks the port it forwards to, as a load balancer would.
+    if (handleHealth(req, res)) return;
     if ((req.url ?? '').split('?', 1)[0] === '/ws') {
       // A plain request to the WebSocket path: it needs the upgrade.
       sendError(res, 'upgrade_required', { upgrade: 'websocket' });
@@ -269,6 +274,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   });
 
   let port = config.port;
+  let opsPort = config.opsPort;
   let stopPings: (() => void) | undefined;
   const unsubscribers: (() => void)[] = [];
 
@@ -278,6 +284,9 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     refusals,
     get port() {
       return port;
+    },
+    get opsPort() {
+      return opsPort;
     },
     async start() {
       unsubscribers.push(feed.subscribe((e) => revocation.onEvent(e)));
@@ -304,10 +313,12 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       // feed is current no publish is acknowledged.
       await Promise.all([feed.start(), withTimeout(events.ready(), 5000).catch(() => logger.warn('tenant event bus not ready at start; polling the tenant feed'))]);
       port = await listen(server, config.port, config.host);
+      // Last: its /readyz 200 means the public port listens.
+      opsPort = await listen(ops, config.opsPort, config.opsHost);
       stopPings = startPingSweep(connections, deps.pingIntervalMs ?? 30_000);
       cutoff.start();
       usage?.start();
-      logger.info({ host: config.host, port, redis: config.redis.url !== undefined }, 'realtime listening');
+      logger.info({ host: config.host, port, ops_host: config.opsHost, ops_port: opsPort, redis: config.redis.url !== undefined }, 'realtime listening');
     },
     async stop() {
       stopPings?.();
@@ -316,9 +327,11 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       // Stop accepting; every WebSocket gets to finish its close handshake
       // (1001: clients reconnect, to another instance if this one is going
       // away) before anything still open is cut.
+      // Not ready from the first moment of the stop.
+      const opsClosing = closeServer(ops, 1000);
       const closing = closeServer(server, SHUTDOWN_GRACE_MS + 1000);
       await Promise.all([...connections].map((c) => c.shutdown(CLOSE_GOING_AWAY, SHUTDOWN_GRACE_MS)));
-      await closing;
+      await Promise.all([closing, opsClosing]);
       // Whatever this instance still counts for its tenants is given back now, not one TTL later;
       // its presence members leave now too (each closed connection left already; this is the rest).
       // A purge of a deleted tenant still running finishes first (bounded: a failing one is left to the next DELETE).

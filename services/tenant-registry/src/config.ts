@@ -1,6 +1,6 @@
 import { resolve, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, DEFAULT_PORTS, EnvReader, readRedisSettings, requireRedisWhenAlone, type Env, type KeyringEntry, type RedisSettings } from '@service-relay/core';
+import { ConfigError, DEFAULT_PORTS, EnvReader, readOpsListener, readPemFile, readRedisSettings, requireRedisWhenAlone, type Env, type KeyringEntry, type RedisSettings } from '@service-relay/core';
 import { bearerToken, readConnectionLimits, type ConnectionLimits } from '@service-relay/edge';
 
 /** The registry's PostgreSQL pools (DB_POOL_SIZE, DB_FEED_POOL_SIZE, DB_TIMEOUT_MS); see db/create-db.ts. */
@@ -24,6 +24,10 @@ export interface RegistryConfig {
   /** REGISTRY_HTTP_HOST / REGISTRY_GRPC_HOST (else BIND_HOST, else 127.0.0.1). */
   httpHost: string;
   grpcHost: string;
+  /** REGISTRY_OPS_PORT (9082): /healthz, /readyz and /metrics; the admin port serves /healthz only. */
+  opsPort: number;
+  /** REGISTRY_OPS_HOST (else BIND_HOST, else 127.0.0.1). */
+  opsHost: string;
   /** Failed host-sync fetches per minute per client address and tenant id (HOST_FETCH_RATE_LIMIT). */
   hostFetchRateLimit: number;
   /** CALLBACK_ALLOW_HTTP: callback URLs may be plain http to any host, not only loopback (#32). */
@@ -107,13 +111,61 @@ export interface LoadConfigOptions {
   standalone: boolean;
 }
 
+/** The sslmode values node-postgres takes; every one but `disable` verifies the server's certificate and its name. */
+const SSL_MODES = ['disable', 'require', 'verify-ca', 'verify-full'];
+/** DATABASE_URL's TLS files, and libpq's variable for each (used when the URL does not name one). */
+const PG_TLS_FILES = [
+  ['sslrootcert', 'PGSSLROOTCERT', 'CERTIFICATE'],
+  ['sslcert', 'PGSSLCERT', 'CERTIFICATE'],
+  ['sslkey', 'PGSSLKEY', 'PRIVATE KEY'],
+] as const;
+
+/**
+ * DATABASE_URL, with TLS checked at start (docs/OPERATIONS.md "TLS to Redis
+ * and PostgreSQL"): `sslmode` one node-postgres honours, and the files of
+ * `sslrootcert`, `sslcert` and `sslkey` readable PEM. libpq's PGSSLMODE,
+ * PGSSLROOTCERT, PGSSLCERT and PGSSLKEY fill in what the URL leaves out
+ * (node-postgres alone reads only PGSSLMODE, and no CA). The URL is never
+ * echoed: it holds the password.
+ */
+export function readDatabaseUrl(r: EnvReader): string | undefined {
+  const raw = r.optionalUrl('DATABASE_URL', ['postgres:', 'postgresql:']);
+  if (raw === undefined) return undefined;
+  const url = new URL(raw);
+  let changed = false;
+  const take = (param: string, env: string): { value: string; from: string } | undefined => {
+    const inUrl = url.searchParams.get(param);
+    if (inUrl !== null) return { value: inUrl, from: 'DATABASE_URL' };
+    const value = r.raw(env);
+    if (value === undefined) return undefined;
+    url.searchParams.set(param, value);
+    changed = true;
+    return { value, from: env };
+  };
+  const mode = take('sslmode', 'PGSSLMODE');
+  if (mode && !SSL_MODES.includes(mode.value)) {
+    throw new ConfigError(mode.from, `sslmode must be one of ${SSL_MODES.join(', ')} (all but disable verify the server certificate and its name), got ${JSON.stringify(mode.value)}`);
+  }
+  if (url.searchParams.get('uselibpqcompat') !== null) throw new ConfigError('DATABASE_URL', 'uselibpqcompat is not supported: with it sslmode=require would not verify the server');
+  const files: Record<string, string> = {};
+  for (const [param, env, label] of PG_TLS_FILES) {
+    const file = take(param, env);
+    if (file === undefined) continue;
+    readPemFile(file.from, file.value, label, file.from === 'DATABASE_URL' ? param : undefined);
+    files[param] = file.value;
+  }
+  if ((files.sslcert === undefined) !== (files.sslkey === undefined)) throw new ConfigError('DATABASE_URL', 'sslcert and sslkey (or PGSSLCERT and PGSSLKEY) go together: a client certificate needs both');
+  if (mode?.value === 'disable' && Object.keys(files).length > 0) throw new ConfigError(mode.from, 'sslmode is disable, but TLS files are named');
+  return changed ? url.toString() : raw;
+}
+
 /** Reads and validates every variable once; a bad value throws a ConfigError naming it. */
 export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: false }): RegistryConfig {
   const r = new EnvReader(env);
   const httpPort = r.port('REGISTRY_HTTP_PORT', DEFAULT_PORTS.REGISTRY_HTTP_PORT);
   const grpcPort = r.port('REGISTRY_GRPC_PORT', DEFAULT_PORTS.REGISTRY_GRPC_PORT);
   const dataDir = resolve(r.string('DATA_DIR', './.data'));
-  const databaseUrl = r.optionalUrl('DATABASE_URL', ['postgres:', 'postgresql:']);
+  const databaseUrl = readDatabaseUrl(r);
   const pool: PoolSettings = {
     max: r.int('DB_POOL_SIZE', 10, 1, 1000),
     feedMax: r.int('DB_FEED_POOL_SIZE', 3, 1, 100),
@@ -127,6 +179,7 @@ export function loadConfig(env: Env, opts: LoadConfigOptions = { standalone: fal
     grpcPort,
     httpHost: r.bindHost('REGISTRY_HTTP_HOST'),
     grpcHost: r.bindHost('REGISTRY_GRPC_HOST'),
+    ...readOpsListener(r, 'REGISTRY', 'REGISTRY_HTTP_PORT', httpPort),
     hostFetchRateLimit: r.int('HOST_FETCH_RATE_LIMIT', 60, 1, 1_000_000),
     callbackAllowHttp: r.bool('CALLBACK_ALLOW_HTTP', false),
     hostFetchAddressRateLimit: r.int('HOST_FETCH_ADDRESS_RATE_LIMIT', 300, 1, 1_000_000),

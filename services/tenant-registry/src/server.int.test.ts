@@ -33,7 +33,7 @@ afterAll(async () => {
 
 describe('tenant-registry on PostgreSQL and Redis', () => {
   it('reports the database and the tenant event bus in /readyz', async () => {
-    const res = await fetch(`${reg.baseUrl}/readyz`);
+    const res = await fetch(`${reg.opsUrl}/readyz`);
     expect(await res.json()).toEqual({ status: 'ready', checks: { tenant_feed: true, tenant_events: true, secrets_keyring: true } });
   });
 

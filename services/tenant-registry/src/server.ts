@@ -1,7 +1,7 @@
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import { closeServer, createLogger, createRateLimiter, createRedis, Keyring, listen, systemClock, type Clock, type Logger, type Redis, type Service } from '@service-relay/core';
-import { guardConnections, handleOps, internalCaller } from '@service-relay/edge';
+import { createOpsServer, guardConnections, handleHealth, internalCaller } from '@service-relay/edge';
 import { bindServer, grpcAddress, HealthService, REGISTRY_FEED_SERVICE, REGISTRY_KEYS_SERVICE, stopServer } from '@service-relay/grpc';
 import { createTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
 import { AdminTokens } from './audit/admin-tokens';
@@ -77,6 +77,8 @@ export interface RegistryServer extends Service {
   /** Bound ports, known once start() resolved (port 0 in config picks a free one). */
   readonly httpPort: number;
   readonly grpcPort: number;
+  /** The ops listener's port: /healthz, /readyz, /metrics. */
+  readonly opsPort: number;
 }
 
 /** Wires database, store, HTTP (admin API, host-sync fetch, ops) and gRPC (KeyService, health). */
@@ -97,6 +99,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
   let keyring: KeyringCoordinator | undefined;
   let httpPort = 0;
   let grpcPort = 0;
+  let opsPort = 0;
 
   // Ready while consumers can be answered: with Redis, from PostgreSQL or,
   // while it is down, from the feed mirror. Taking every registry out of its
@@ -113,8 +116,13 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
   // replicas); a slow Redis must not hold fetches: past 500 ms the in-process counter decides.
   let limiterRedis: Redis | undefined;
 
+  // Listens last, once HTTP and gRPC do: its /readyz 200 means the pod can take traffic.
+  const ops = createOpsServer({ metrics: metrics.registry, readiness });
+
   const stop = async (): Promise<void> => {
     clearInterval(pruner);
+    // Not ready from the first moment of the stop (the ops listener goes first).
+    await closeServer(ops, 1000);
     health?.setAll('NOT_SERVING');
     health?.endWatches();
     // In-flight HTTP requests are answered first (an admin call waits for the
@@ -154,6 +162,9 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
     get grpcPort() {
       return grpcPort;
     },
+    get opsPort() {
+      return opsPort;
+    },
     async start() {
       try {
         dbs = await openDatabases(config.database);
@@ -189,7 +200,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         pruner.unref();
         const adminTokens = new AdminTokens(config.adminToken, config.adminTokenNext);
         if (config.redis.url) {
-          limiterRedis = createRedis(config.redis.url, { connectionName: 'registry-rate-limit', commandTimeout: 500 });
+          limiterRedis = createRedis({ url: config.redis.url, tls: config.redis.tls }, { connectionName: 'registry-rate-limit', commandTimeout: 500 });
           limiterRedis.on('error', (err: Error) => logger.debug({ err: err.message }, 'rate limiter redis error'));
         }
         const limiter = createRateLimiter({ limit: config.hostFetchRateLimit, windowMs: HOST_FETCH_WINDOW_MS, clock: deps.clock ?? systemClock, logger, redis: limiterRedis, prefix: config.redis.prefix });
@@ -232,9 +243,9 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
           metrics,
           logger,
         });
-        const ops = { metrics: metrics.registry, readiness };
+        // /healthz only (the gateway's readiness checks it here); /readyz and /metrics are on the ops port.
         http = createHttpServer((req, res) => {
-          if (!handleOps(req, res, ops)) app(req, res);
+          if (!handleHealth(req, res)) app(req, res);
         });
         // The gateway's and realtime's guard: caps, and a connection that sends no request head in time is cut.
         guardConnections(http, config.connectionLimits, logger);
@@ -247,7 +258,8 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         health = new HealthService([REGISTRY_KEYS_SERVICE, REGISTRY_FEED_SERVICE]);
         health.addTo(rpc);
         grpcPort = await bindServer(rpc, grpcAddress(config.grpcHost, config.grpcPort));
-        logger.info({ http_host: config.httpHost, http_port: httpPort, grpc_host: config.grpcHost, grpc_port: grpcPort, database: config.database.kind, admin_tokens: adminTokens.actors }, 'tenant-registry listening');
+        opsPort = await listen(ops, config.opsPort, config.opsHost);
+        logger.info({ http_host: config.httpHost, http_port: httpPort, grpc_host: config.grpcHost, grpc_port: grpcPort, ops_host: config.opsHost, ops_port: opsPort, database: config.database.kind, admin_tokens: adminTokens.actors }, 'tenant-registry listening');
       } catch (err) {
         await stop().catch(() => {});
         throw err;

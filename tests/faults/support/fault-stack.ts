@@ -120,6 +120,10 @@ export class FaultStack {
       verifierHttp: [await freePort(), await freePort()],
       realtime: [await freePort(), await freePort()],
       gateway: [await freePort(), await freePort()],
+      // The ops listeners (/healthz, /readyz, /metrics); the verifier's is its HTTP port.
+      registryOps: [await freePort(), await freePort()],
+      realtimeOps: [await freePort(), await freePort()],
+      gatewayOps: [await freePort(), await freePort()],
     };
     const replicas = this.registries === 2 ? [0, 1] : [0];
     // One replica: host:port as before; two: the list form (a grpc-js ipv4: target, pick_first).
@@ -141,20 +145,22 @@ export class FaultStack {
     const consumer = { REGISTRY_GRPC_ADDR: registryGrpc, TENANT_LEASE_MS: `${this.leaseMs}` };
     // A proxied service reaches the first registry replica only, through its proxy.
     for (const n of this.feedProxyFor) this.feedProxies[n] = await BlackholeProxy.start(`127.0.0.1:${ports.registryGrpc[0]}`);
-    const add = (name: ServiceName, service: string, env: Record<string, string>, httpPort: number) => {
+    /** `opsPort`: the service's ops listener, which listens last (its /healthz answering means the service is up). */
+    const add = (name: ServiceName, service: string, env: Record<string, string>, opsPort: number) => {
       const proxy = this.feedProxies[name];
       const viaProxy: Record<string, string> = proxy ? { REGISTRY_GRPC_ADDR: proxy.address } : {};
       this.services[name] = track(new ManagedProcess(name, process.execPath, ['--import', 'tsx', `services/${service}/src/main.ts`], { ...common, ...env, ...viaProxy }));
-      this.health[name] = `http://127.0.0.1:${httpPort}/healthz`;
-      this.ready[name] = `http://127.0.0.1:${httpPort}/readyz`;
+      this.health[name] = `http://127.0.0.1:${opsPort}/healthz`;
+      this.ready[name] = `http://127.0.0.1:${opsPort}/readyz`;
     };
     for (const i of replicas) {
       add(i === 0 ? 'registry' : 'registry2', 'tenant-registry', {
         DATABASE_URL: this.postgres.url,
         REGISTRY_HTTP_PORT: `${ports.registryHttp[i]}`,
         REGISTRY_GRPC_PORT: `${ports.registryGrpc[i]}`,
+        REGISTRY_OPS_PORT: `${ports.registryOps[i]}`,
         PROPAGATION_TIMEOUT_MS: `${this.propagationTimeoutMs}`,
-      }, ports.registryHttp[i]!);
+      }, ports.registryOps[i]!);
     }
     for (const i of [0, 1] as const) {
       add(i === 0 ? 'verifier1' : 'verifier2', 'auth-verifier', {
@@ -167,18 +173,20 @@ export class FaultStack {
       add(i === 0 ? 'realtime1' : 'realtime2', 'realtime', {
         ...consumer,
         REALTIME_PORT: `${ports.realtime[i]}`,
+        REALTIME_OPS_PORT: `${ports.realtimeOps[i]}`,
         VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[i]}`,
-      }, ports.realtime[i]!);
+      }, ports.realtimeOps[i]!);
     }
     const gateways = this.gateways === 2 ? [0, 1] : [0];
     for (const i of gateways) {
       add(i === 0 ? 'gateway' : 'gateway2', 'edge-gateway', {
         ...consumer,
         GATEWAY_PORT: `${ports.gateway[i]}`,
+        GATEWAY_OPS_PORT: `${ports.gatewayOps[i]}`,
         VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[i]}`,
         REGISTRY_URL: registryUrls.join(','),
         REALTIME_URL: `http://127.0.0.1:${ports.realtime[i]}`,
-      }, ports.gateway[i]!);
+      }, ports.gatewayOps[i]!);
     }
     this.gatewayUrls = gateways.map((i) => `http://127.0.0.1:${ports.gateway[i]}`);
     this.gatewayUrl = this.gatewayUrls[0]!;
@@ -193,13 +201,13 @@ export class FaultStack {
     await this.waitReady();
   }
 
-  /** The service's Prometheus text (its /metrics beside /healthz). */
+  /** The service's Prometheus text (its ops listener's /metrics). */
   async metrics(name: ServiceName): Promise<string> {
     const res = await fetch(this.health[name].replace(/\/healthz$/, '/metrics'), { signal: AbortSignal.timeout(5000) });
     return res.text();
   }
 
-  /** Starts a service that is down and waits until it answers /healthz. */
+  /** Starts a service that is down and waits until its ops listener answers /healthz. */
   async restart(name: ServiceName): Promise<void> {
     const p = this.services[name];
     if (p.running) throw new Error(`${name} is already running`);

@@ -9,7 +9,8 @@ export type PodName = (typeof PODS)[number];
 
 interface Pod {
   proc: ManagedProcess;
-  httpPort: number;
+  /** The ops listener (/healthz, /readyz, /metrics): what the kubelet probes and Prometheus scrapes. */
+  opsPort: number;
   /** The Service ports this pod is an endpoint of: [service, the pod's own port]. */
   endpoints: Array<[TcpService, number]>;
 }
@@ -92,17 +93,18 @@ export class UpgradeStack {
       REALTIME_URL: `http://${this.svc.realtime.address}`,
       ...this.env,
     };
+    /** ports[0] is the pod's ops listener (the verifier's HTTP port is its ops listener). */
     const add = async (name: PodName, service: string, env: (ports: number[]) => Record<string, string>, endpointsOf: (ports: number[]) => Array<[TcpService, number]>, portCount: number) => {
       const ports: number[] = [];
       for (let i = 0; i < portCount; i++) ports.push(await freePort());
       const proc = track(new ManagedProcess(name, process.execPath, ['--import', 'tsx', `services/${service}/src/main.ts`], { ...common, ...env(ports) }));
-      this.pods[name] = { proc, httpPort: ports[0]!, endpoints: endpointsOf(ports) };
+      this.pods[name] = { proc, opsPort: ports[0]!, endpoints: endpointsOf(ports) };
     };
     for (const i of [0, 1]) {
-      await add(`registry-${i}` as PodName, 'tenant-registry', ([http, grpc]) => ({ DATABASE_URL: this.postgres.url, REGISTRY_HTTP_PORT: `${http}`, REGISTRY_GRPC_PORT: `${grpc}` }), ([http, grpc]) => [[this.svc.registryHttp, http!], [this.svc.registryGrpc, grpc!]], 2);
+      await add(`registry-${i}` as PodName, 'tenant-registry', ([ops, http, grpc]) => ({ DATABASE_URL: this.postgres.url, REGISTRY_OPS_PORT: `${ops}`, REGISTRY_HTTP_PORT: `${http}`, REGISTRY_GRPC_PORT: `${grpc}` }), ([, http, grpc]) => [[this.svc.registryHttp, http!], [this.svc.registryGrpc, grpc!]], 3);
       await add(`verifier-${i}` as PodName, 'auth-verifier', ([http, grpc]) => ({ VERIFIER_HTTP_PORT: `${http}`, VERIFIER_GRPC_PORT: `${grpc}` }), ([, grpc]) => [[this.svc.verifier, grpc!]], 2);
-      await add(`gateway-${i}` as PodName, 'edge-gateway', ([http]) => ({ GATEWAY_PORT: `${http}`, REFUSED_AUTH_BURST: '1000000', REFUSED_AUTH_RATE_LIMIT: '1000000' }), ([http]) => [[this.svc.gateway, http!]], 1);
-      await add(`realtime-${i}` as PodName, 'realtime', ([http]) => ({ REALTIME_PORT: `${http}`, MAX_CONNECTIONS_PER_ADDRESS: '19000' }), ([http]) => [[this.svc.realtime, http!]], 1);
+      await add(`gateway-${i}` as PodName, 'edge-gateway', ([ops, http]) => ({ GATEWAY_OPS_PORT: `${ops}`, GATEWAY_PORT: `${http}`, REFUSED_AUTH_BURST: '1000000', REFUSED_AUTH_RATE_LIMIT: '1000000' }), ([, http]) => [[this.svc.gateway, http!]], 2);
+      await add(`realtime-${i}` as PodName, 'realtime', ([ops, http]) => ({ REALTIME_OPS_PORT: `${ops}`, REALTIME_PORT: `${http}`, MAX_CONNECTIONS_PER_ADDRESS: '19000' }), ([, http]) => [[this.svc.realtime, http!]], 2);
     }
     // Dependencies first, as readiness would order them anyway.
     await Promise.all(['registry-0', 'registry-1'].map((p) => this.startPod(p as PodName)));
@@ -114,7 +116,7 @@ export class UpgradeStack {
   private async startPod(name: PodName): Promise<void> {
     const pod = this.pods[name];
     pod.proc.start();
-    await waitForHttp(`http://127.0.0.1:${pod.httpPort}/readyz`, 30_000, pod.proc);
+    await waitForHttp(`http://127.0.0.1:${pod.opsPort}/readyz`, 30_000, pod.proc);
     for (const [svc, port] of pod.endpoints) svc.add(port);
   }
 
@@ -134,9 +136,9 @@ export class UpgradeStack {
     return step;
   }
 
-  /** Every pod's own /metrics text (Prometheus scrapes pods, not Services). */
+  /** Every pod's own /metrics text, from its ops listener (Prometheus scrapes pods, not Services). */
   async scrapeAll(): Promise<Array<[PodName, string]>> {
-    return Promise.all(PODS.map(async (n) => [n, await (await fetch(`http://127.0.0.1:${this.pods[n].httpPort}/metrics`)).text()] as [PodName, string]));
+    return Promise.all(PODS.map(async (n) => [n, await (await fetch(`http://127.0.0.1:${this.pods[n].opsPort}/metrics`)).text()] as [PodName, string]));
   }
 
   /** Pods that are not running although no restart is in progress. */

@@ -21,7 +21,7 @@ export function createSharedKeyCache(redis: Readonly<RedisSettings>, opts: Share
   if (!redis.url) return undefined;
   if (!opts.cacheKeys) throw new Error('the shared key cache needs SECRETS_KEY or SECRETS_KEYS');
   return new RedisKeyCache({
-    url: redis.url,
+    url: { url: redis.url, tls: redis.tls },
     prefix: redis.prefix,
     cipher: new KeyCipher(opts.cacheKeys),
     // A raised floor must outlive any fetch in flight and any entry written before it.

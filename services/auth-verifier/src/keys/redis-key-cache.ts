@@ -1,4 +1,4 @@
-import { createRedis, redisPing, redisReady, waitForReplica, type Logger, type Redis } from '@service-relay/core';
+import { createRedis, redisPing, redisReady, waitForReplica, type Logger, type Redis, type RedisTarget } from '@service-relay/core';
 import type { TenantKeysData } from '../token/tenant-keys';
 import type { KeyCipher } from './key-cipher';
 import type { SharedKeyCache, SharedKeyEntry } from './shared-key-cache';
@@ -39,7 +39,7 @@ interface ScriptedRedis extends Redis {
 }
 
 export interface RedisKeyCacheOptions {
-  url: string;
+  url: RedisTarget;
   prefix: string;
   cipher: KeyCipher;
   /** How long a raised floor is kept: far longer than any fetch or entry can live. */

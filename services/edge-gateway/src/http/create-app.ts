@@ -6,7 +6,7 @@ import {
   bearerToken,
   DATA_LIMIT_HEADERS,
   declaredTooLarge,
-  handleOps,
+  handleHealth,
   INTERNAL_TOKEN_HEADER,
   INVALID_TOKEN_HEADERS,
   LIMIT_HEADER,
@@ -16,7 +16,6 @@ import {
   readBodyOrRefuse,
   refuseTooLarge,
   sendError,
-  type ReadinessCheck,
 } from '@service-relay/edge';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Authenticator } from '../auth/authenticator';
@@ -35,7 +34,6 @@ export interface AppOptions {
   config: Pick<GatewayConfig, 'registryUrl' | 'realtimeUrl' | 'internalToken' | 'corsOrigins' | 'upstreamTimeoutMs' | 'trustProxy'> & Partial<Pick<GatewayConfig, 'maxRequestHeaders' | 'realtimeUrls' | 'registryUrls' | 'overload'>>;
   logger: Logger;
   metrics: GatewayMetrics;
-  readiness: ReadinessCheck;
   /** Keep-alive agent for both upstreams; the owner destroys it on stop. */
   agent: Agent;
   authenticator?: Pick<Authenticator, 'check'>;
@@ -97,7 +95,6 @@ export function createApp(opts: AppOptions): Express {
   // Several realtime instances (REALTIME_URL a list): each request goes to the next.
   const realtime = roundRobin(config.realtimeUrls ?? [config.realtimeUrl]);
   const toRealtime = createUpstreamProxy({ ...proxyBase, name: 'realtime', target: realtime.urls[0]!, ...(realtime.size > 1 && { router: realtime.next }), stripAuthorization: true });
-  const ops = { metrics: metrics.registry, readiness: opts.readiness };
   const { budget, shedder, hold, lane } = opts;
   /** Past the unproven lane's queue: shed as the load shedder does (503 + Retry-After, never auth_unavailable). */
   const laneFull = (res: Response) => {
@@ -135,11 +132,12 @@ export function createApp(opts: AppOptions): Express {
       ctx.route = 'preflight';
       return;
     }
-    if (handleOps(req, res, ops)) {
+    // /healthz only, for a load balancer's check of this port; /readyz and /metrics are on the ops port (server.ts).
+    if (handleHealth(req, res)) {
       ctx.route = 'ops';
       return;
     }
-    // Health and metrics above are exempt: an orchestrator must see an overloaded gateway as alive.
+    // The health check above is exempt: a load balancer must see an overloaded gateway as alive.
     if (shedder) {
       const reason = shedder.shed();
       if (reason !== undefined) {

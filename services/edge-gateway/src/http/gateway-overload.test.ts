@@ -83,7 +83,7 @@ describe('edge-gateway: per-address budget of refused credentials', () => {
     expect(lines.filter((l) => l.status === 429).map((l) => l.level)).toContain(20);
     expect(lines.filter((l) => l.status === 429).every((l) => l.level === 20)).toBe(true);
     expect(lines.filter((l) => l.status === 401).every((l) => l.level === 30)).toBe(true);
-    const text = await (await fetch(`${h.url}/metrics`)).text();
+    const text = await (await fetch(`${h.opsUrl}/metrics`)).text();
     expect(text).toMatch(/gateway_refused_auth_limited_total\{route="api_v1"[^}]*\} [1-9]/);
     expect(text).toMatch(/gateway_refused_auth_limited_total\{route="host_fetch"[^}]*\} [1-9]/);
   });
@@ -118,7 +118,7 @@ describe('edge-gateway: load shedding', () => {
     expect(shed.headers.get('x-relay-limit')).toBe('2');
     expect(h.verifier.calls).toBe(calls);
     expect((await fetch(`${h.url}/healthz`)).status).toBe(200);
-    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    const metrics = await (await fetch(`${h.opsUrl}/metrics`)).text();
     expect(metrics).toMatch(/gateway_shed_requests_total\{reason="in_flight"[^}]*\} 1/);
     expect(metrics).toMatch(/gateway_requests_in_flight\{[^}]*\} 2/);
 
@@ -166,7 +166,7 @@ describe('edge-gateway: the unproven lane', () => {
     const fresh = tokenFor(served);
     h.verifier.allow(fresh, fakeIdentity({ tenantId: served }));
     expect((await me(fresh)).status).toBe(200);
-    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    const metrics = await (await fetch(`${h.opsUrl}/metrics`)).text();
     expect(metrics).toMatch(/gateway_shed_requests_total\{reason="unproven_lane"[^}]*\} 1/);
     expect(metrics).toMatch(/gateway_unproven_lane\{state="active"[^}]*\} 2/);
     expect(metrics).toMatch(/gateway_unproven_lane\{state="queued"[^}]*\} 1/);
@@ -219,7 +219,7 @@ describe('edge-gateway: a connection answered the gateway\'s own 429 is held for
       const held = await next;
       expect(held.status).toBe(429);
       expect(held.ms).toBeGreaterThanOrEqual(900);
-      const metrics = await (await fetch(`${h.url}/metrics`)).text();
+      const metrics = await (await fetch(`${h.opsUrl}/metrics`)).text();
       expect(metrics).toMatch(/gateway_held_connections_total\{[^}]*\} [1-9]/);
     } finally {
       attacker.destroy();

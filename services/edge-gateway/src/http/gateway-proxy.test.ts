@@ -111,7 +111,7 @@ describe('edge-gateway: forwarding, limits and errors', () => {
       const res = await fetch(`${g.url}/api/v1/me`, { headers: auth });
       expect(res.status).toBe(502);
       expect(await res.text()).toBe('{"errors":["upstream_unavailable"]}');
-      const ready = await fetch(`${g.url}/readyz`);
+      const ready = await fetch(`${g.opsUrl}/readyz`);
       expect(ready.status).toBe(503);
       expect(await ready.json()).toMatchObject({ checks: { verifier: true, registry: true, realtime: false } });
     } finally {
@@ -144,7 +144,7 @@ describe('edge-gateway: forwarding, limits and errors', () => {
         expect(res.status).toBe(200);
       }
       expect(h.registry.requests.length - before).toBe(4);
-      const ready = await fetch(`${g.url}/readyz`);
+      const ready = await fetch(`${g.opsUrl}/readyz`);
       expect(ready.status).toBe(200);
       expect(await ready.json()).toMatchObject({ checks: { registry: true } });
     } finally {
@@ -248,11 +248,11 @@ describe('edge-gateway: forwarding, limits and errors', () => {
     expect(simple.headers.get('access-control-expose-headers')).toMatch(/X-Relay-Limit/);
   });
 
-  it('serves /healthz, /readyz and /metrics', async () => {
-    expect((await fetch(`${h.url}/healthz`)).status).toBe(200);
-    const ready = await fetch(`${h.url}/readyz`);
+  it('serves /healthz, /readyz and /metrics on its ops port', async () => {
+    expect((await fetch(`${h.opsUrl}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${h.opsUrl}/readyz`);
     expect(await ready.json()).toEqual({ status: 'ready', checks: { verifier: true, registry: true, realtime: true } });
-    const text = await (await fetch(`${h.url}/metrics`)).text();
+    const text = await (await fetch(`${h.opsUrl}/metrics`)).text();
     expect(text).toMatch(/gateway_http_requests_total\{route="api_v1",status="200"/);
     expect(text).toMatch(/gateway_http_requests_total\{route="api_v1",status="413"/);
     // The request-latency objective's histogram counts the same answers, by route.
@@ -261,5 +261,18 @@ describe('edge-gateway: forwarding, limits and errors', () => {
     expect(text).toMatch(/gateway_auth_cache_hits_total\{[^}]*\} [1-9]/);
     expect(text).toMatch(/gateway_auth_cache_misses_total/);
     expect(text).toMatch(/gateway_auth_verify_seconds_bucket\{[^}]*outcome="valid"/);
+  });
+
+  it('answers /readyz and /metrics 404 on its public port (a client must not read them) and keeps /healthz there for load balancers', async () => {
+    expect(await (await fetch(`${h.url}/healthz`)).json()).toEqual({ status: 'ok' });
+    for (const path of ['/readyz', '/metrics', '/metrics?x=1']) {
+      for (const method of ['GET', 'HEAD']) {
+        const res = await fetch(`${h.url}${path}`, { method, headers: auth });
+        expect(res.status, `${method} ${path}`).toBe(404);
+        if (method === 'GET') expect(await res.json()).toEqual({ errors: ['not_found'] });
+      }
+    }
+    // Nothing of the public surface is on the ops port.
+    for (const path of ['/api/v1/me', '/api/host/tenants/t1/jwt_secret/fetch', '/ws']) expect((await fetch(`${h.opsUrl}${path}`, { headers: auth })).status, path).toBe(404);
   });
 });

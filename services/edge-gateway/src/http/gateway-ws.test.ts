@@ -113,7 +113,7 @@ describe('edge-gateway: WebSocket upgrades on /ws (one public origin)', () => {
   });
 
   it('takes the realtime instances in turn, one upgrade each, and counts the open ones', async () => {
-    const gauge = async () => Number(/^gateway_websockets (\d+)/m.exec(await (await fetch(`${h.url}/metrics`)).text())?.[1]);
+    const gauge = async () => Number(/^gateway_websockets (\d+)/m.exec(await (await fetch(`${h.opsUrl}/metrics`)).text())?.[1]);
     const before = await gauge();
     const opened: Opened[] = [];
     for (let i = 0; i < 4; i++) opened.push(track(await open(wsUrl(), { authorization: `Bearer ${GOOD_TOKEN}` })));
@@ -128,7 +128,7 @@ describe('edge-gateway: WebSocket upgrades on /ws (one public origin)', () => {
   });
 
   it('reports one readiness check per realtime instance', async () => {
-    const res = await fetch(`${h.url}/readyz`);
+    const res = await fetch(`${h.opsUrl}/readyz`);
     const body = (await res.json()) as { checks: Record<string, boolean> };
     expect(body.checks).toMatchObject({ realtime: true, realtime_2: true });
   });

@@ -9,6 +9,8 @@ export const TEST_INTERNAL_TOKEN = 'internal-token-for-tests-0123456789abcdef';
 
 export interface GatewayHarness {
   url: string;
+  /** The ops listener: /readyz and /metrics (the public url answers them 404). */
+  opsUrl: string;
   config: GatewayConfig;
   gateway: GatewayServer;
   verifier: FakeVerifier;
@@ -44,6 +46,7 @@ export async function startGatewayHarness(opts: HarnessOptions = {}): Promise<Ga
   const bus = opts.bus ?? (opts.env?.REDIS_URL ? undefined : new MemoryTenantEventBus());
   const config = loadConfig({
     GATEWAY_PORT: '0',
+    GATEWAY_OPS_PORT: '0',
     VERIFIER_ADDR: verifier.address,
     REGISTRY_URL: registry.url,
     REALTIME_URL: realtime.url,
@@ -58,6 +61,7 @@ export async function startGatewayHarness(opts: HarnessOptions = {}): Promise<Ga
   await gateway.start();
   return {
     url: `http://127.0.0.1:${gateway.port}`,
+    opsUrl: `http://127.0.0.1:${gateway.opsPort}`,
     config,
     gateway,
     verifier,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeVerifier } from '@service-relay/testkit';
-import { gatewayHeaders, issueToken, startRealtime, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
+import { gatewayHeaders, issueToken, startRealtime, TEST_INTERNAL_TOKEN, topicFor, type RealtimeInstance } from '../test-support/realtime-harness';
 import { WsTestClient } from '../test-support/ws-test-client';
 
 describe('REST side (behind the gateway)', () => {
@@ -63,7 +63,7 @@ describe('REST side (behind the gateway)', () => {
 
   it('answers history with the epoch, and with `after` whether recovery is complete', async () => {
     const recoveryCounts = async () => {
-      const text = await (await fetch(`${rt.http}/metrics`)).text();
+      const text = await (await fetch(`${rt.ops}/metrics`)).text();
       const counts: Record<string, number> = {};
       for (const m of text.matchAll(/relay_realtime_recoveries_total\{[^}]*source="rest",result="(\w+)"[^}]*\} (\d+)/g)) counts[m[1]!] = Number(m[2]);
       return counts;
@@ -150,13 +150,25 @@ describe('REST side (behind the gateway)', () => {
     }
   });
 
-  it('serves health, readiness and metrics', async () => {
-    expect((await fetch(`${rt.http}/healthz`)).status).toBe(200);
-    const ready = await fetch(`${rt.http}/readyz`);
+  it('serves health, readiness and metrics on its ops port', async () => {
+    expect((await fetch(`${rt.ops}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${rt.ops}/readyz`);
     expect(await ready.json()).toMatchObject({ status: 'ready', checks: { verifier: true, messages: true, tenant_events: true, tenant_feed: true } });
-    const metrics = await (await fetch(`${rt.http}/metrics`)).text();
+    const metrics = await (await fetch(`${rt.ops}/metrics`)).text();
     for (const name of ['relay_realtime_connections', 'relay_realtime_messages_in_total', 'relay_realtime_fanout_latency_seconds', 'relay_realtime_closes_total']) {
       expect(metrics).toContain(name);
     }
+  });
+
+  it('answers /readyz and /metrics 404 on its public port, with or without the internal token, and keeps /healthz there; the ops port serves nothing else', async () => {
+    expect((await fetch(`${rt.http}/healthz`)).status).toBe(200);
+    for (const path of ['/readyz', '/metrics', '/readyz?verbose=1']) {
+      for (const headers of [{}, { 'x-internal-token': TEST_INTERNAL_TOKEN }] as Record<string, string>[]) {
+        const res = await fetch(`${rt.http}${path}`, { headers });
+        expect(res.status, path).toBe(404);
+        expect(await res.json()).toEqual({ errors: ['not_found'] });
+      }
+    }
+    for (const path of ['/api/v1/me', '/ws', '/internal/live']) expect((await fetch(`${rt.ops}${path}`)).status, path).toBe(404);
   });
 });

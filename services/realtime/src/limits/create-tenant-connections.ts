@@ -13,7 +13,7 @@ export interface TenantConnectionsOptions {
 /** Picks the driver by REDIS_URL: shared across instances on Redis, in this process otherwise. */
 export function createTenantConnections(redis: Readonly<RedisSettings>, opts: TenantConnectionsOptions): TenantConnections {
   if (redis.url === undefined) return new MemoryTenantConnections(opts.limit);
-  const client = createRedis(redis.url, { connectionName: 'realtime-tenant-connections' });
+  const client = createRedis({ url: redis.url, tls: redis.tls }, { connectionName: 'realtime-tenant-connections' });
   // Failures are handled per call (the per-instance fallback); ioredis would log every reconnect attempt otherwise.
   client.on('error', () => {});
   const counter = new RedisTenantConnections({ redis: client, prefix: redis.prefix, limit: opts.limit, scheduler: opts.scheduler, logger: opts.logger });

@@ -4,7 +4,7 @@ import { MemoryTenantPublishRate, RedisTenantPublishRate, type TenantPublishRate
 /** Picks the driver by REDIS_URL: reconciled across instances on Redis, exact in this process otherwise. */
 export function createTenantPublishRate(redis: Readonly<RedisSettings>, opts: { clock: Clock; logger: Logger; syncMs: number; onSync: (ok: boolean) => void }): TenantPublishRate {
   if (redis.url === undefined) return new MemoryTenantPublishRate(opts.clock);
-  const client = createRedis(redis.url, { connectionName: 'realtime-tenant-publishes' });
+  const client = createRedis({ url: redis.url, tls: redis.tls }, { connectionName: 'realtime-tenant-publishes' });
   // Failures are handled per sync (this instance decides alone meanwhile).
   client.on('error', () => {});
   const rate = new RedisTenantPublishRate({ redis: client, prefix: redis.prefix, clock: opts.clock, logger: opts.logger, syncMs: opts.syncMs, onSync: opts.onSync });

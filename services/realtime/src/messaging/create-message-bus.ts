@@ -18,6 +18,6 @@ export interface MessageBusOptions {
 /** Redis when REDIS_URL is set, otherwise the in-process driver with its on-disk journal. */
 export function createMessageBus(redis: RedisSettings, opts: MessageBusOptions): MessageBus {
   const { retention, logger, idempotencyWindowS } = opts;
-  if (redis.url) return new RedisMessageBus(redis.url, redis.prefix, retention, logger, idempotencyWindowS, opts.onRedisError);
+  if (redis.url) return new RedisMessageBus({ url: redis.url, tls: redis.tls }, redis.prefix, retention, logger, idempotencyWindowS, opts.onRedisError);
   return new MemoryMessageBus(retention, { dir: opts.historyDir, idempotencyWindowS, ...(opts.clock && { clock: opts.clock }) });
 }

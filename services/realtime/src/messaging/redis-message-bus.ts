@@ -1,4 +1,4 @@
-import { createRedis, isCluster, RelayError, redisPing, redisReady, slotOwner, waitForReplica, watchClusterSubscriber, type Logger, type Redis } from '@service-relay/core';
+import { createRedis, isCluster, RelayError, redisPing, redisReady, slotOwner, waitForReplica, watchClusterSubscriber, type Logger, type Redis, type RedisTarget } from '@service-relay/core';
 import { isAfter, makeMessage, type ChannelRef, type Message, type MessageListener } from './message';
 import type { HistoryPage, HistoryQuery, MessageBus, PublishOptions } from './message-bus';
 import type { RetentionOptions } from './memory-message-bus';
@@ -69,7 +69,7 @@ export class RedisMessageBus implements MessageBus {
   private readonly generation: HistoryGeneration;
 
   constructor(
-    url: string,
+    url: RedisTarget,
     private readonly prefix: string,
     private readonly retention: RetentionOptions,
     private readonly logger: Logger,

@@ -25,8 +25,8 @@ export function webhookEventsPossible(redis: Readonly<RedisSettings>): boolean {
 export function createPresenceStore(redis: Readonly<RedisSettings>, opts: PresenceStoreOptions): PresenceStore {
   const w = opts.webhooks;
   if (redis.url === undefined) return new MemoryPresenceStore(w?.sink ? { ...w, sink: w.sink, now: () => opts.scheduler.now() } : undefined);
-  const client = createRedis(redis.url, { connectionName: 'realtime-presence' });
-  const subscriber = createRedis(redis.url, { connectionName: 'realtime-presence-sub', enableOfflineQueue: true, maxRetriesPerRequest: null });
+  const client = createRedis({ url: redis.url, tls: redis.tls }, { connectionName: 'realtime-presence' });
+  const subscriber = createRedis({ url: redis.url, tls: redis.tls }, { connectionName: 'realtime-presence-sub', enableOfflineQueue: true, maxRetriesPerRequest: null });
   // Failures are handled per call (and logged once by the store); ioredis would log every reconnect attempt otherwise.
   client.on('error', () => {});
   subscriber.on('error', () => {});

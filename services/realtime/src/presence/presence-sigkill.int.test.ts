@@ -62,7 +62,7 @@ describe('presence: a SIGKILLed realtime process leaves no ghost', () => {
   it('its members leave the other instance\u2019s list, with a leave event, within the bound; a user also connected elsewhere stays', async () => {
     const port = await freePort();
     const proc = spawn(process.execPath, ['--import', 'tsx', CHILD], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env, REALTIME_PORT: String(port), VERIFIER_ADDR: verifier.address, INTERNAL_TOKEN: TEST_INTERNAL_TOKEN, LOG_LEVEL: 'info' },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env, REALTIME_PORT: String(port), REALTIME_OPS_PORT: '0', VERIFIER_ADDR: verifier.address, INTERNAL_TOKEN: TEST_INTERNAL_TOKEN, LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child = proc;

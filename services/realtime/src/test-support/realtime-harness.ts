@@ -22,6 +22,8 @@ export interface RealtimeInstance {
   server: RealtimeServer;
   config: Readonly<RealtimeConfig>;
   http: string;
+  /** The ops listener: /readyz and /metrics (the public `http` answers them 404). */
+  ops: string;
   ws: string;
   /** The tenant feed, driven by hand: push a change, or take the lease away. */
   feed: ManualTenantFeed;
@@ -51,7 +53,7 @@ export async function startRealtime(opts: InstanceOptions): Promise<RealtimeInst
   // The embedded history journal goes to a directory of this instance's own, removed at stop.
   const historyDir = opts.env?.HISTORY_DIR === undefined ? mkdtempSync(join(tmpdir(), 'relay-rt-history-')) : undefined;
   const config = loadConfig(
-    { REALTIME_PORT: '0', VERIFIER_ADDR: opts.verifier.address, INTERNAL_TOKEN: TEST_INTERNAL_TOKEN, LOG_LEVEL: 'debug', HISTORY_DIR: historyDir, ...opts.env },
+    { REALTIME_PORT: '0', REALTIME_OPS_PORT: '0', VERIFIER_ADDR: opts.verifier.address, INTERNAL_TOKEN: TEST_INTERNAL_TOKEN, LOG_LEVEL: 'debug', HISTORY_DIR: historyDir, ...opts.env },
     { standalone: false },
   );
   const logs: string[] = [];
@@ -74,6 +76,7 @@ export async function startRealtime(opts: InstanceOptions): Promise<RealtimeInst
     server,
     config,
     http: `http://127.0.0.1:${server.port}`,
+    ops: `http://127.0.0.1:${server.opsPort}`,
     ws: `ws://127.0.0.1:${server.port}/ws`,
     feed,
     logs,

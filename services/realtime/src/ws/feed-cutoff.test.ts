@@ -136,7 +136,7 @@ describe('realtime not current past its lease (server)', () => {
   const realtime = useRealtime({ feed });
   const verifier = realtime.verifier;
   const readyz = async () => {
-    const res = await fetch(`${realtime.rt.http}/readyz`);
+    const res = await fetch(`${realtime.rt.ops}/readyz`);
     return { status: res.status, body: (await res.json()) as { checks: Record<string, boolean> } };
   };
 

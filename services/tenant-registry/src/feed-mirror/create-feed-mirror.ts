@@ -1,4 +1,4 @@
-import type { Logger } from '@service-relay/core';
+import type { Logger, RedisTls } from '@service-relay/core';
 import type { FeedMirror } from './feed-mirror';
 import { RedisFeedMirror } from './redis-feed-mirror';
 
@@ -7,6 +7,6 @@ import { RedisFeedMirror } from './redis-feed-mirror';
  * PostgreSQL) there is none, and none is needed, since the database cannot
  * fail apart from the process that embeds it.
  */
-export function createFeedMirror(redis: { url?: string | undefined; prefix: string }, logger: Logger): FeedMirror | undefined {
-  return redis.url === undefined ? undefined : new RedisFeedMirror(redis.url, redis.prefix, logger);
+export function createFeedMirror(redis: { url?: string | undefined; prefix: string; tls?: RedisTls | undefined }, logger: Logger): FeedMirror | undefined {
+  return redis.url === undefined ? undefined : new RedisFeedMirror({ url: redis.url, tls: redis.tls }, redis.prefix, logger);
 }

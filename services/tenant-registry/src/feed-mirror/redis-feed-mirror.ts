@@ -1,4 +1,4 @@
-import { createRedis, redisPing, redisReady, withTimeout, type Logger, type Redis } from '@service-relay/core';
+import { createRedis, redisPing, redisReady, withTimeout, type Logger, type Redis, type RedisTarget } from '@service-relay/core';
 import { MAX_FEED_PAGE, type FeedChange } from '../store/feed-store';
 import type { FeedMirror, FeedSource, MirrorAppend } from './feed-mirror';
 import { defineFeedMirrorCommands, type FeedMirrorCommands } from './redis-feed-mirror-scripts';
@@ -36,7 +36,7 @@ export class RedisFeedMirror implements FeedMirror {
   private readonly log: string;
   private readonly meta: string;
 
-  constructor(url: string, prefix: string, logger: Logger) {
+  constructor(url: RedisTarget, prefix: string, logger: Logger) {
     const redis: Redis = createRedis(url, { connectionName: `${prefix}registry-feed-mirror`, commandTimeout: DEADLINE_MS });
     redis.on('error', (err: Error) => logger.debug({ err: err.message }, 'feed mirror redis error'));
     this.redis = defineFeedMirrorCommands(redis);

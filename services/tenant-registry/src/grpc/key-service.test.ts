@@ -123,15 +123,26 @@ describe('KeyService.GetTenantKeys', () => {
 });
 
 describe('ops endpoints', () => {
-  it('serves /healthz, /readyz (database) and /metrics with the registry counters', async () => {
-    expect(await (await fetch(`${reg.baseUrl}/healthz`)).json()).toEqual({ status: 'ok' });
-    const ready = await fetch(`${reg.baseUrl}/readyz`);
+  it('serves /healthz, /readyz (database) and /metrics with the registry counters on its ops port', async () => {
+    expect(await (await fetch(`${reg.opsUrl}/healthz`)).json()).toEqual({ status: 'ok' });
+    const ready = await fetch(`${reg.opsUrl}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: 'ready', checks: { database: true, secrets_keyring: true } });
-    const metrics = await (await fetch(`${reg.baseUrl}/metrics`)).text();
+    const metrics = await (await fetch(`${reg.opsUrl}/metrics`)).text();
     expect(metrics).toMatch(/relay_registry_admin_requests_total\{route="create",status="201",service="tenant-registry"\} \d+/);
     expect(metrics).toMatch(/relay_registry_host_sync_fetches_total\{result="ok",service="tenant-registry"\} \d+/);
     expect(metrics).toMatch(/relay_registry_key_requests_total\{result="unauthenticated",service="tenant-registry"\} \d+/);
     expect(metrics).toMatch(/relay_registry_key_requests_total\{result="found",service="tenant-registry"\} \d+/);
+  });
+  it('keeps /healthz on its admin port (the gateway checks it there) and answers /readyz and /metrics there 404; the ops port serves nothing else', async () => {
+    expect(await (await fetch(`${reg.baseUrl}/healthz`)).json()).toEqual({ status: 'ok' });
+    for (const path of ['/readyz', '/metrics']) {
+      const res = await fetch(`${reg.baseUrl}${path}`);
+      expect(res.status, path).toBe(404);
+      expect(await res.json()).toEqual({ errors: ['not_found'] });
+    }
+    for (const path of ['/admin/tenants', '/console/', '/api/host/tenants/x/jwt_secret/fetch']) {
+      expect((await fetch(`${reg.opsUrl}${path}`, { headers: { authorization: `Bearer ${reg.adminToken}` } })).status, path).toBe(404);
+    }
   });
 });

@@ -316,7 +316,7 @@ describe('admin API: an answer is the truth about propagation', () => {
   });
 
   it('counts the answer in /metrics', async () => {
-    const text = await (await fetch(`${r.baseUrl}/metrics`)).text();
+    const text = await (await fetch(`${r.opsUrl}/metrics`)).text();
     expect(text).toMatch(/relay_registry_propagations_total\{[^}]*result="not_propagated"[^}]*\} [1-9]/);
     expect(text).toMatch(/relay_registry_propagations_total\{[^}]*result="confirmed"[^}]*\} [1-9]/);
     expect(text).toMatch(/relay_registry_feed_requests_total\{[^}]*result="ok"[^}]*\} [1-9]/);

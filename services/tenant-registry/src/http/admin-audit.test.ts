@@ -261,7 +261,7 @@ describe('admin audit log: failed authentications are bounded', () => {
     expect(answers.map((r) => r.status)).toEqual(Array(25).fill(401));
     const { entries } = await auditPage(reg, '?limit=100');
     expect(entries.filter((e) => e.actor === 'unauthenticated')).toHaveLength(3);
-    const metrics = await (await fetch(`${reg.baseUrl}/metrics`)).text();
+    const metrics = await (await fetch(`${reg.opsUrl}/metrics`)).text();
     expect(metrics).toMatch(/relay_registry_audit_writes_total\{[^}]*result="suppressed"[^}]*\} 22\b/);
     expect(reg.logs().match(/failed admin authentications over the audit limit/g)).toHaveLength(1);
   });

@@ -11,6 +11,8 @@ export interface TestRegistry {
   server: RegistryServer;
   config: RegistryConfig;
   baseUrl: string;
+  /** The ops listener: /readyz and /metrics (baseUrl answers them 404). */
+  opsUrl: string;
   dataDir: string;
   adminToken: string;
   internalToken: string;
@@ -47,6 +49,7 @@ export async function startTestRegistry(opts: TestRegistryOptions = {}): Promise
   const config = loadConfig({
     REGISTRY_HTTP_PORT: '0',
     REGISTRY_GRPC_PORT: '0',
+    REGISTRY_OPS_PORT: '0',
     DATA_DIR: dataDir,
     ADMIN_TOKEN: adminToken,
     INTERNAL_TOKEN: internalToken,
@@ -68,6 +71,7 @@ export async function startTestRegistry(opts: TestRegistryOptions = {}): Promise
     server: make(),
     config,
     baseUrl: '',
+    opsUrl: '',
     dataDir,
     adminToken,
     internalToken,
@@ -88,6 +92,7 @@ export async function startTestRegistry(opts: TestRegistryOptions = {}): Promise
       t.server = make();
       await t.server.start();
       t.baseUrl = `http://127.0.0.1:${t.server.httpPort}`;
+      t.opsUrl = `http://127.0.0.1:${t.server.opsPort}`;
       await follow();
     },
     async stop() {
@@ -103,6 +108,7 @@ export async function startTestRegistry(opts: TestRegistryOptions = {}): Promise
   };
   await t.server.start();
   t.baseUrl = `http://127.0.0.1:${t.server.httpPort}`;
+  t.opsUrl = `http://127.0.0.1:${t.server.opsPort}`;
   await follow();
   return t;
 }

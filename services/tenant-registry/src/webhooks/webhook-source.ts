@@ -26,7 +26,7 @@ export interface WebhookEventSource {
 export function createWebhookEventSource(redis: Readonly<RedisSettings>, inProcess: InProcessWebhookEvents | undefined, logger: Logger): WebhookEventSource {
   if (redis.url === undefined) return inProcessSource(inProcess);
   // A blocking XREAD holds its connection: one of its own.
-  const client = createRedis(redis.url, { connectionName: 'registry-webhook-events', maxRetriesPerRequest: null });
+  const client = createRedis({ url: redis.url, tls: redis.tls }, { connectionName: 'registry-webhook-events', maxRetriesPerRequest: null });
   client.on('error', (err: Error) => logger.debug({ err: err.message }, 'webhook events redis error'));
   const key = webhookStreamKey(redis.prefix);
   return {
