@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -201,16 +201,33 @@ export class PrivatePostgres {
     readonly port: number,
     private readonly dir: string,
     private readonly user: { uid: number; gid: number } | undefined,
+    /** Extra server settings (`-c name=value`). */
+    private readonly settings: string[] = [],
   ) {}
 
-  /** initdb into a fresh directory (owned by the postgres user when we are root), then start. */
-  static async start(): Promise<PrivatePostgres> {
+  /**
+   * initdb into a fresh directory (owned by the postgres user when we are
+   * root), then start. `tls`: the server's certificate and key (PEM), served
+   * with `ssl=on` (clients may still connect without TLS; pg_stat_ssl tells).
+   */
+  static async start(opts: { tls?: { cert: string; key: string } } = {}): Promise<PrivatePostgres> {
     const user = postgresUser();
     const dir = mkdtempSync(join(tmpdir(), 'relay-faults-pg-'));
     if (user) chownSync(dir, user.uid, user.gid);
     const pgData = join(dir, 'data');
     await run(postgresBin('initdb'), ['-D', pgData, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'], user ?? {});
-    const p = new PrivatePostgres(await freePort(), dir, user);
+    const settings: string[] = [];
+    if (opts.tls) {
+      // PostgreSQL refuses a key file others can read, or that another user owns.
+      for (const [name, pem] of [['server.crt', opts.tls.cert], ['server.key', opts.tls.key]] as const) {
+        const file = join(dir, name);
+        writeFileSync(file, pem);
+        chmodSync(file, 0o600);
+        if (user) chownSync(file, user.uid, user.gid);
+      }
+      settings.push('-c', 'ssl=on', '-c', `ssl_cert_file=${join(dir, 'server.crt')}`, '-c', `ssl_key_file=${join(dir, 'server.key')}`);
+    }
+    const p = new PrivatePostgres(await freePort(), dir, user, settings);
     await p.start();
     return p;
   }
@@ -234,6 +251,7 @@ export class PrivatePostgres {
       '-D', join(this.dir, 'data'), '-p', `${this.port}`, '-k', this.dir,
       '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
       '-c', 'max_connections=100', '-c', 'shared_buffers=16MB',
+      ...this.settings,
     ];
     this.proc = track(new ManagedProcess('postgres', postgresBin('postgres'), args, { LC_ALL: 'C' }, { ...(this.user ?? {}), cwd: this.dir }));
     this.proc.start();

@@ -2,8 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 
 /**
- * vitest globalSetup for the fault suite: it starts its own redis-server and
- * PostgreSQL cluster, so it needs those programs (not the shared servers).
+ * vitest globalSetup for the fault and HA suites: they start their own
+ * redis-server and PostgreSQL cluster, so they need those programs (not the
+ * shared servers), and openssl for the TLS test's certificates.
  * Fails, never skips, when one is missing.
  */
 export default function requireBinaries(): void {
@@ -12,6 +13,12 @@ export default function requireBinaries(): void {
     execFileSync('redis-server', ['--version'], { stdio: 'ignore' });
   } catch {
     problems.push('redis-server is not on PATH');
+  }
+  // tests/ha/tls.test.ts makes its certificates with it.
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+  } catch {
+    problems.push('openssl is not on PATH');
   }
   const pgRoot = '/usr/lib/postgresql';
   const hasPg = (existsSync(pgRoot) && readdirSync(pgRoot).some((v) => existsSync(`${pgRoot}/${v}/bin/initdb`))) || (() => {
