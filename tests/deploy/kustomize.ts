@@ -13,7 +13,7 @@ import { parseAllDocuments } from 'yaml';
 // - images: name → newName/newTag on containers whose image (without tag) is `name`
 // - patches: `path:` files of strategic-merge patches, matched by kind and name;
 //   maps merge, `containers`/`env`/`ports`/`volumes` lists merge by `name`,
-//   other lists are replaced.
+//   other lists are replaced; a patch whose `$patch` is `delete` removes its object.
 
 export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; [k: string]: unknown }; [k: string]: unknown };
 
@@ -73,6 +73,12 @@ export function renderKustomization(dir: string): K8sObject[] {
     for (const patch of readDocs(resolve(dir, p.path))) {
       const at = objects.findIndex((o) => o.kind === patch.kind && o.metadata.name === patch.metadata.name);
       if (at < 0) throw new Error(`${dir}/${p.path}: no ${patch.kind} ${patch.metadata.name} to patch`);
+      const directive = (patch as Record<string, Json>).$patch;
+      if (directive === 'delete') {
+        objects.splice(at, 1);
+        continue;
+      }
+      if (directive !== undefined) throw new Error(`${dir}/${p.path}: only "$patch: delete" is supported`);
       objects[at] = merge(objects[at], patch) as K8sObject;
     }
   }

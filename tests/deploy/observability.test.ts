@@ -82,6 +82,30 @@ describe('deploy/prometheus/alerts.yml and deploy/grafana/service-relay.json', (
     for (const svc of services) expect(down).toContain(`absent(up{job="${svc}"})`);
   });
 
+  it('scrapes, without the Operator (deploy/prometheus/prometheus.yml), exactly the ops ports the ServiceMonitor does, with job = the Service name, and loads alerts.yml', () => {
+    type Relabel = { source_labels?: string[]; regex?: string; action?: string; target_label?: string };
+    const prom = parse(readFileSync(repoDir('deploy/prometheus/prometheus.yml'), 'utf8')) as { rule_files: string[]; scrape_configs: { job_name: string; metrics_path: string; kubernetes_sd_configs: { role: string }[]; relabel_configs: Relabel[] }[] };
+    expect(prom.rule_files).toEqual(['alerts.yml']);
+    expect(prom.scrape_configs).toHaveLength(1);
+    const job = prom.scrape_configs[0]!;
+    expect(job.metrics_path).toBe('/metrics');
+    expect(job.kubernetes_sd_configs.map((s) => s.role)).toEqual(['endpointslice']);
+    const [keep, ...rest] = job.relabel_configs;
+    expect(keep).toMatchObject({ source_labels: ['__meta_kubernetes_service_name', '__meta_kubernetes_endpointslice_port_name'], action: 'keep' });
+    const kept = new RegExp(`^(?:${keep!.regex})$`);
+    const kit = renderKustomization(repoDir('deploy/kubernetes/overlays/example'));
+    const monitor = kit.find((o) => o.kind === 'ServiceMonitor') as unknown as { spec: { endpoints: { port: string }[]; selector: { matchExpressions: { values: string[] }[] } } };
+    const services = kit.filter((o) => o.kind === 'Service') as unknown as { metadata: { name: string }; spec: { ports?: { name: string }[] } }[];
+    for (const s of services) {
+      for (const p of s.spec.ports ?? []) {
+        const scrapedHere = kept.test(`${s.metadata.name};${p.name}`);
+        const scrapedByMonitor = monitor.spec.selector.matchExpressions[0]!.values.includes(s.metadata.name) && monitor.spec.endpoints.some((e) => e.port === p.name);
+        expect(scrapedHere, `${s.metadata.name}:${p.name}`).toBe(scrapedByMonitor);
+      }
+    }
+    expect(rest).toContainEqual({ source_labels: ['__meta_kubernetes_service_name'], target_label: 'job' });
+  });
+
   it('alerts on latency against the objectives with multi-window burn rates, on buckets the histograms have', async () => {
     const gateway = createGatewayMetrics();
     gateway.request('api_v1', 200, 0.01);
