@@ -184,7 +184,11 @@ describe('faults: a rolling upgrade of every service under traffic', () => {
     }
   }, 240_000);
 
-  it('every metric the alert rules and the dashboard query is in a live /metrics', async () => {
+  it('every metric the alert rules and the dashboard query is in a live /metrics (each pod\u2019s ops port); the public Services answer /metrics and /readyz 404', async () => {
+    for (const base of [stack!.gatewayUrl, stack!.wsUrls.realtime.replace(/^ws/, 'http').replace(/\/ws$/, '')]) {
+      for (const path of ['/metrics', '/readyz']) expect((await fetch(`${base}${path}`)).status, `${base}${path}`).toBe(404);
+      expect((await fetch(`${base}/healthz`)).status, `${base}/healthz`).toBe(200);
+    }
     const scraped = await stack!.scrapeAll();
     const names = new Set(scraped.flatMap(([, text]) => [...exposedNames(text)]));
     const missing = [...new Set(allExpressions().flatMap(serviceMetricNames))].filter((n) => !names.has(n));
