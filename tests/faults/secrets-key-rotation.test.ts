@@ -179,6 +179,7 @@ describe('faults: SECRETS_KEY rotated one replica at a time under traffic (#33 i
       SECRETS_KEY: oldKey,
       REGISTRY_HTTP_PORT: '0',
       REGISTRY_GRPC_PORT: '0',
+      REGISTRY_OPS_PORT: '0',
     });
     expect(old.code).toBe(1);
     expect(old.stderr).toContain(`configuration error: SECRETS_KEY lacks key k1, which sealed ${values} stored secrets`);

@@ -94,6 +94,7 @@ describe('GET /admin/secrets-key and `npm run admin -- secrets-key` (#33)', () =
     const config = loadConfig({
       REGISTRY_HTTP_PORT: '0',
       REGISTRY_GRPC_PORT: '0',
+      REGISTRY_OPS_PORT: '0',
       DATA_DIR: dataDir,
       ADMIN_TOKEN: randomBytes(32).toString('base64url'),
       INTERNAL_TOKEN: randomBytes(32).toString('base64url'),
