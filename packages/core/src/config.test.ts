@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, EnvReader, fillEmbeddedSecrets, loadOrCreateEmbeddedSecrets, parseEnvFile, readRedisSettings, requireRedisWhenAlone } from './config';
+import { ConfigError, EnvReader, fillEmbeddedSecrets, loadOrCreateEmbeddedSecrets, parseEnvFile } from './config';
+import { readRedisSettings, requireRedisWhenAlone } from './redis-config';
 
 const reader = (env: Record<string, string>) => new EnvReader(env);
 

@@ -3,6 +3,7 @@ export * from './clock';
 export * from './ids';
 export * from './timing-safe';
 export * from './config';
+export * from './redis-config';
 export * from './logger';
 export * from './metrics-registry';
 export * from './timeout';

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EnvReader, readRedisSettings } from './config';
+import { EnvReader } from './config';
+import { readRedisSettings } from './redis-config';
 import { parseRedisUrl, redisClientPlan } from './redis';
 
 describe('REDIS_URL forms', () => {

@@ -1,4 +1,5 @@
-import { createRedis, isCluster, RelayError, redisPing, redisReady, slotOwner, waitForReplica, watchClusterSubscriber, type Logger, type Redis, type RedisTarget } from '@service-relay/core';
+import { createRedis, isCluster, RelayError, redisPing, redisReady, waitForReplica, watchClusterSubscriber, type Logger, type Redis, type RedisTarget } from '@service-relay/core';
+import { ClusterUnconfirmed } from './cluster-unconfirmed';
 import { isAfter, makeMessage, type ChannelRef, type Message, type MessageListener } from './message';
 import type { HistoryPage, HistoryQuery, MessageBus, PublishOptions } from './message-bus';
 import type { RetentionOptions } from './memory-message-bus';
@@ -55,11 +56,6 @@ const ZERO = Object.freeze({ ms: 0, seq: 0 });
  * subscriber connection per process: a channel is SUBSCRIBEd when its first
  * local listener arrives and UNSUBSCRIBEd when the last one leaves.
  */
-/** Channels with unconfirmed publishes one instance remembers (Cluster); beyond it, such publishes answer unavailable. */
-const MAX_UNREPLICATED = 10_000;
-/** How often the remembered channels are checked for a failover of their slot. */
-const SWEEP_MS = 250;
-
 export class RedisMessageBus implements MessageBus {
   private readonly cmd: Redis & Scripts;
   private readonly sub: Redis;
@@ -82,7 +78,7 @@ export class RedisMessageBus implements MessageBus {
     this.cmd.defineCommand('relayRead', { numberOfKeys: 2, lua: READ_SCRIPT });
     this.cmd.on('error', () => onRedisError('commands'));
     this.generation = new HistoryGeneration(this.cmd, `${prefix}{history}:generation`, logger);
-    this.cluster = isCluster(this.cmd);
+    this.unconfirmed = isCluster(this.cmd) ? new ClusterUnconfirmed(this.cmd, logger) : undefined;
     this.sub = createRedis(url, { connectionName: 'realtime-messages-sub', enableOfflineQueue: true, maxRetriesPerRequest: null });
     this.sub.on('error', (err: Error) => {
       onRedisError('subscriber');
@@ -122,18 +118,18 @@ export class RedisMessageBus implements MessageBus {
     let reply: PublishReply;
     try {
       const { gen, adopt } = await this.vouched();
-      await this.settleFailover(stream);
+      await this.unconfirmed?.settle(stream);
       const { maxMessages, ttlS } = opts.retention ?? this.retention;
       const windowMs = this.idempotencyWindowS * 1000;
       reply = await this.cmd.relayPublish(keys.length, ...keys, maxMessages, userId, dataJson, ttlS, this.channelName(ref), newEpoch(), windowMs, gen, adopt ? '1' : '0');
       // Acknowledged means on the replica too (Sentinel, or the slot's replica on a Cluster), so a failover cannot take it back unannounced.
       const replicas = await waitForReplica(this.cmd, stream);
       if (replicas === 0) {
-        if (this.cluster) this.markUnreplicated(stream);
+        if (this.unconfirmed) this.unconfirmed.mark(stream);
         else this.generation.unreplicated();
         this.warnUnreplicated();
       } else if (replicas !== undefined) {
-        if (this.cluster) this.clearReplicated(stream);
+        if (this.unconfirmed) this.unconfirmed.confirmed(stream);
         else this.generation.replicated();
       }
     } catch (err) {
@@ -209,7 +205,7 @@ export class RedisMessageBus implements MessageBus {
   async close(): Promise<void> {
     this.stopWatch();
     this.generation.stop();
-    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.unconfirmed?.close();
     this.topics.clear();
     this.sub.disconnect();
     this.cmd.disconnect();
@@ -259,59 +255,8 @@ export class RedisMessageBus implements MessageBus {
     }
   }
 
-  private readonly cluster: boolean;
-  /**
-   * Cluster only: channels with a publish acknowledged that no replica
-   * confirmed (WAIT timed out), with the master (`host:port`) that holds
-   * it. A Cluster keeps no history generation (one marker cannot speak for
-   * every node), so this instance, which acknowledged them, announces the
-   * possible loss: once the channel's slot is served by another master (a
-   * failover promoted the replica), it starts a new epoch there, and clients
-   * resuming from before are told `recovered: false`. A later confirmed
-   * write to the same master clears its channels (WAIT counts the master's
-   * replication offset, so the replica then holds everything before it).
-   */
-  private readonly unreplicatedOn = new Map<string, string>();
-  private sweepTimer: NodeJS.Timeout | undefined;
-
-  private markUnreplicated(stream: string): void {
-    const owner = slotOwner(this.cmd, stream);
-    if (!owner) return;
-    if (this.unreplicatedOn.size >= MAX_UNREPLICATED && !this.unreplicatedOn.has(stream)) {
-      // Not acknowledged: the client retries with its Idempotency-Key once a replica confirms again.
-      throw new Error(`${MAX_UNREPLICATED} channels hold publishes no replica confirmed`);
-    }
-    this.unreplicatedOn.set(stream, owner.node);
-    this.sweepTimer ??= setInterval(() => void this.sweepFailovers(), SWEEP_MS).unref();
-  }
-
-  private clearReplicated(stream: string): void {
-    if (this.unreplicatedOn.size === 0) return;
-    const node = slotOwner(this.cmd, stream)?.node;
-    for (const [k, n] of this.unreplicatedOn) if (n === node) this.unreplicatedOn.delete(k);
-  }
-
-  /** Before this instance touches a channel, and every SWEEP_MS: a new epoch for each one whose unconfirmed publishes stayed on a master that no longer serves its slot. */
-  private async settleFailover(stream: string): Promise<void> {
-    const was = this.unreplicatedOn.get(stream);
-    if (was === undefined) return;
-    const now = slotOwner(this.cmd, stream)?.node;
-    if (now === undefined || now === was) return;
-    // A generation the channel has not seen (Cluster channels carry ''): the read script starts a new epoch after the last retained entry.
-    await this.cmd.relayRead(stream, `${stream}/meta`, '', 0, `1.${newEpoch()}`, '0', newEpoch());
-    if (this.unreplicatedOn.get(stream) === was) this.unreplicatedOn.delete(stream);
-    this.logger.warn({ from: was, to: now }, 'Redis Cluster failover: a channel with publishes no replica confirmed starts a new epoch (clients resuming are told history_lost)');
-  }
-
-  private async sweepFailovers(): Promise<void> {
-    for (const stream of [...this.unreplicatedOn.keys()]) {
-      await this.settleFailover(stream).catch(() => {});
-    }
-    if (this.unreplicatedOn.size === 0 && this.sweepTimer) {
-      clearInterval(this.sweepTimer);
-      this.sweepTimer = undefined;
-    }
-  }
+  /** Cluster only (undefined elsewhere): channels with publishes no replica confirmed, announced after a failover. */
+  private readonly unconfirmed: ClusterUnconfirmed | undefined;
 
   private lastUnreplicatedWarning = 0;
 
@@ -327,11 +272,11 @@ export class RedisMessageBus implements MessageBus {
     try {
       const { gen, adopt } = await this.vouched();
       const stream = this.streamKey(ref);
-      await this.settleFailover(stream);
+      await this.unconfirmed?.settle(stream);
       reply = await this.cmd.relayRead(stream, `${stream}/meta`, after, limit, gen, adopt ? '1' : '0', newEpoch());
       // ioredis may have learned of the failover while this read was out (and sent it on to the new master): read again after the new epoch.
-      if (this.unreplicatedOn.has(stream) && slotOwner(this.cmd, stream)?.node !== this.unreplicatedOn.get(stream)) {
-        await this.settleFailover(stream);
+      if (this.unconfirmed?.moved(stream)) {
+        await this.unconfirmed.settle(stream);
         reply = await this.cmd.relayRead(stream, `${stream}/meta`, after, limit, gen, adopt ? '1' : '0', newEpoch());
       }
     } catch (err) {
