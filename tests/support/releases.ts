@@ -66,11 +66,13 @@ export interface ReleaseRef {
   foundBy: 'tag' | 'changelog';
 }
 
+/** Runs git in `cwd`: whether it succeeded, and its output. Throws only when git itself cannot run. */
 export function git(args: string[], cwd = REPO_ROOT, timeoutMs = 60_000): Promise<{ ok: boolean; out: string }> {
-  return new Promise((resolve) => {
-    execFile('git', args, { cwd, timeout: timeoutMs, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LC_ALL: 'C' } }, (err, stdout, stderr) =>
-      resolve({ ok: !err, out: err ? `${stdout}${stderr}`.trim() : stdout.trim() }),
-    );
+  return new Promise((resolve, reject) => {
+    execFile('git', args, { cwd, timeout: timeoutMs, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LC_ALL: 'C' } }, (err, stdout, stderr) => {
+      if ((err as NodeJS.ErrnoException | null)?.code === 'ENOENT') reject(new Error(`git is not on PATH (needed to find and check out the previous release): ${err!.message}`));
+      else resolve({ ok: !err, out: err ? `${stdout}${stderr}`.trim() : stdout.trim() });
+    });
   });
 }
 
@@ -84,6 +86,8 @@ export async function findPreviousRelease(root = REPO_ROOT): Promise<ReleaseRef>
   const current = currentVersion(root);
   const prev = previousRelease(current, readChangelog(root));
   const tag = `v${prev.version}`;
+  const repo = await git(['rev-parse', '--git-dir'], root);
+  if (!repo.ok) throw new Error(`${root} is not a git checkout, so the previous release ${prev.version} cannot be checked out from it: ${repo.out}`);
   const byTag = await git(['rev-parse', '--verify', '--quiet', `refs/tags/${tag}^{commit}`], root);
   if (byTag.ok && byTag.out !== '') {
     if (prev.commit !== undefined && byTag.out !== prev.commit) {
