@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { REPO_ROOT } from '../support/processes';
 import { compareVersions, currentVersion, findPreviousRelease, git, parseChangelog, previousRelease, readChangelog } from '../support/releases';
+import { renderKustomization, repoDir } from './kustomize';
 
 // Releases (CHANGELOG.md, docs/OPERATIONS.md "Upgrading from one release to
 // the next"): one version across the root and every private workspace and
@@ -60,6 +61,16 @@ describe('releases', () => {
       expect(r.commit, `CHANGELOG.md [${r.version}]: "Git tag \`v${r.version}\`, commit \`<40 hex>\`."`).toMatch(/^[0-9a-f]{40}$/);
       const tag = await git(['rev-parse', '--verify', '--quiet', `refs/tags/v${r.version}^{commit}`]);
       if (tag.ok && tag.out !== '') expect(tag.out, `tag v${r.version}`).toBe(r.commit);
+    }
+  });
+
+  it('an upgrade applies one service at a time: `-l app.kubernetes.io/name=<service>` selects its Deployment, Service, PodDisruptionBudget and autoscaler, and nothing shared', () => {
+    const objects = renderKustomization(repoDir('deploy/kubernetes/overlays/example'));
+    for (const service of ['tenant-registry', 'auth-verifier', 'edge-gateway', 'realtime']) {
+      const selected = objects.filter((o) => (o.metadata.labels as Record<string, string> | undefined)?.['app.kubernetes.io/name'] === service).map((o) => `${o.kind}/${o.metadata.name}`);
+      expect(selected.sort(), `docs/OPERATIONS.md "Upgrading from one release to the next": kubectl apply -l app.kubernetes.io/name=${service}`).toEqual(
+        ['Deployment', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'Service'].map((k) => `${k}/${service}`),
+      );
     }
   });
 
