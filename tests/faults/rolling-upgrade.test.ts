@@ -186,8 +186,11 @@ describe('faults: a rolling upgrade from the previous release to this build, und
     bootMs = Date.now() - t0;
   }, 300_000);
   afterAll(async () => {
+    const t0 = Date.now();
     await stack?.stop();
+    const t1 = Date.now();
     await checkout?.remove();
+    console.log(`[upgrade] teardown: the stack ${t1 - t0} ms, the worktree removed in ${Date.now() - t1} ms`);
   }, 120_000);
 
   it('previous release migrated and rolled pod by pod to this build: no 5xx but a retryable 503, nothing acknowledged lost (WebSocket resume and REST history), a disable in force on old and new pods alike', async () => {
