@@ -6,7 +6,7 @@ import { fetchSecret, signWithJose } from '../support/host';
 import { REPO_ROOT } from '../support/processes';
 import { TestSocket } from '../support/ws-client';
 import { allExpressions, exposedNames, serviceMetricNames } from '../deploy/promql';
-import { findPreviousRelease } from '../support/releases';
+import { compareVersions, findPreviousRelease } from '../support/releases';
 import { ReleaseCheckout } from './support/previous-release';
 import { compareIds } from './support/probes';
 import { CURRENT_BUILD, PODS, UpgradeStack, type PodName } from './support/upgrade-stack';
@@ -180,7 +180,8 @@ describe('faults: a rolling upgrade from the previous release to this build, und
       .then((release) => ReleaseCheckout.build(release))
       .then((c) => {
         checkout = c;
-        return { label: c.release.version, dir: c.dir };
+        // The ops listeners (and the manifests' probes on them) came with 0.2.0.
+        return { label: c.release.version, dir: c.dir, opsOn: compareVersions(c.release.version, '0.2.0') < 0 ? 'public' : 'ops' } as const;
       });
     stack = await UpgradeStack.start({ build, env: { HISTORY_MAX_MESSAGES: '100000' } });
     bootMs = Date.now() - t0;
@@ -215,8 +216,9 @@ describe('faults: a rolling upgrade from the previous release to this build, und
       headers: { authorization: `Bearer ${await a.token()}`, 'content-type': 'application/json' },
       body: JSON.stringify({ data: { n: -1 } }),
     });
-    expect(first.status).toBe(201);
-    const anchor = ((await first.json()) as { id: string }).id;
+    const firstBody = await first.text();
+    expect(first.status, firstBody).toBe(201);
+    const anchor = (JSON.parse(firstBody) as { id: string }).id;
 
     const subscribers = [0, 1, 2, 3, 4, 5].map((i) => new ResumingSubscriber(`${i % 2 === 0 ? 'gateway' : 'realtime'}#${i}`, i % 2 === 0 ? s.wsUrls.gateway : s.wsUrls.realtime, () => a.token(), topic, anchor));
     await Promise.all(subscribers.map((x) => x.start()));

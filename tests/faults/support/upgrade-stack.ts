@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { freePort, ManagedProcess, REPO_ROOT } from '../../support/processes';
+import { freePort, ManagedProcess, REPO_ROOT, waitForHttp } from '../../support/processes';
 import { PrivatePostgres, PrivateRedis, track } from './backends';
 import { TcpService } from './tcp-service';
 
@@ -12,10 +12,16 @@ export interface Build {
   /** Named in logs and steps, e.g. `0.1.0` or `current`. */
   label: string;
   dir: string;
+  /**
+   * Where its manifests probe /readyz (and Prometheus scrapes): the ops
+   * listener (0.2.0 on), or the public/admin port (0.1.0, before the ops
+   * listeners). The verifier's HTTP port in every build.
+   */
+  opsOn: 'ops' | 'public';
 }
 
 /** This checkout. */
-export const CURRENT_BUILD: Build = { label: 'current', dir: REPO_ROOT };
+export const CURRENT_BUILD: Build = { label: 'current', dir: REPO_ROOT, opsOn: 'ops' };
 
 interface Pod {
   service: string;
@@ -177,7 +183,7 @@ export class UpgradeStack {
 
   /** Every pod's own /metrics text, from its ops listener (Prometheus scrapes pods, not Services). */
   async scrapeAll(): Promise<Array<[PodName, string]>> {
-    return Promise.all(PODS.map(async (n) => [n, await (await fetch(`http://127.0.0.1:${this.pods[n].opsPort}/metrics`)).text()] as [PodName, string]));
+    return Promise.all(PODS.map(async (n) => [n, await (await fetch(`http://127.0.0.1:${opsPortOf(this.pods[n])}/metrics`)).text()] as [PodName, string]));
   }
 
   /** Pods that are not running although no restart is in progress. */
@@ -207,24 +213,13 @@ function serviceProcess(name: PodName, service: string, build: Build, env: Recor
   return new ManagedProcess(name, process.execPath, ['--import', 'tsx', `services/${service}/src/main.ts`], env, { cwd: build.dir });
 }
 
-/**
- * Until the pod's /readyz answers 200, as its Deployment's readiness probe
- * waits: on its ops listener, or, for a build from before the ops listeners
- * (0.1.0), on its public HTTP port (each version's manifests probe their
- * own). The verifier's ops listener is its HTTP port in every build.
- */
+/** The port a pod serves /readyz and /metrics on, as its build's manifests say. */
+function opsPortOf(pod: Pod): number {
+  return pod.build.opsOn === 'ops' || pod.service === 'auth-verifier' ? pod.opsPort : pod.endpoints[0]![1];
+}
+
+/** Until the pod's /readyz answers 200 where its build's readiness probe asks. */
 async function waitReady(pod: Pod, name: PodName): Promise<void> {
-  const urls = [`http://127.0.0.1:${pod.opsPort}/readyz`];
-  if (pod.service !== 'auth-verifier') urls.push(`http://127.0.0.1:${pod.endpoints[0]![1]}/readyz`);
-  const deadline = Date.now() + 30_000;
-  let delay = 25;
-  for (let i = 0; i < 1000; i++) {
-    if (!pod.proc.running) throw new Error(`${name} exited (${String(pod.proc.exitCode)})\n${pod.proc.logs.slice(-3000)}`);
-    const answers = await Promise.all(urls.map((u) => fetch(u, { signal: AbortSignal.timeout(2000) }).then(async (r) => (await r.arrayBuffer(), r.status), () => 0)));
-    if (answers.includes(200)) return;
-    if (Date.now() > deadline) break;
-    await new Promise((r) => setTimeout(r, delay));
-    delay = Math.min(delay * 2, 250);
-  }
-  throw new Error(`${name}: /readyz not 200 within 30 s (${urls.join(', ')})\n${pod.proc.logs.slice(-3000)}`);
+  await waitForHttp(`http://127.0.0.1:${opsPortOf(pod)}/readyz`, 30_000, pod.proc);
+  if (!pod.proc.running) throw new Error(`${name} exited (${String(pod.proc.exitCode)}) once ready\n${pod.proc.logs.slice(-3000)}`);
 }
