@@ -39,6 +39,11 @@ export class ManagedProcess {
     this.env = env;
   }
 
+  /** The environment of the next start (what setEnv left), e.g. to start the same pod from another build. */
+  get environment(): Readonly<Record<string, string>> {
+    return this.env;
+  }
+
   start(): void {
     this.exitCode = undefined;
     const child = spawn(this.command, this.args, {
