@@ -7,6 +7,7 @@ import { failedRow, toJson, validateResults, type Row } from './lib/result-schem
 import { FULL, QUICK, type BenchContext, type Scenario } from './lib/scenario';
 import { killAllWorkers, setVerbose } from './lib/workers';
 import { channelRules } from './scenarios/channel-rules';
+import { clusterFanout } from './scenarios/cluster-fanout';
 import { connectRate } from './scenarios/connect-rate';
 import { connMemory } from './scenarios/conn-memory';
 import { fanout } from './scenarios/fanout';
@@ -37,12 +38,14 @@ const SCENARIOS: Record<string, Scenario> = {
   webhooks,
   'webhooks-hang': webhooksHang,
   scale: instanceScale,
+  'cluster-fanout': clusterFanout,
 };
 /**
  * Too long for --quick (about a minute per deployment); runs there only when named in --only.
  * webhooks-hang is the webhooks scenario with its receiver hanging: the quick run's webhooks row covers its code.
+ * cluster-fanout starts a Redis Cluster of its own and takes ~20 s even in --quick (~80 s in full).
  */
-const NOT_QUICK = new Set(['scale', 'webhooks-hang']);
+const NOT_QUICK = new Set(['scale', 'webhooks-hang', 'cluster-fanout']);
 
 // A name of its own in ps, so the bench is easy to tell from the services' own src/main.ts.
 process.title = 'relay-bench';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createLogger } from '@service-relay/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChannelRef } from '../../services/realtime/src/messaging/message';
+import type { ChannelRef, Message } from '../../services/realtime/src/messaging/message';
 import type { HistoryPage } from '../../services/realtime/src/messaging/message-bus';
 import { RedisMessageBus } from '../../services/realtime/src/messaging/redis-message-bus';
 import { eventually } from '../faults/support/probes';
@@ -30,8 +30,8 @@ describe('Redis Cluster with replicas: a master SIGKILLed under publishing', () 
     await cluster?.stop();
   });
 
-  const newBus = () => {
-    const bus = new RedisMessageBus(cluster.url, `ha:fo:${randomUUID().slice(0, 8)}:`, retention, logger);
+  const newBus = (prefix = `ha:fo:${randomUUID().slice(0, 8)}:`) => {
+    const bus = new RedisMessageBus(cluster.url, prefix, retention, logger);
     buses.push(bus);
     return bus;
   };
@@ -55,10 +55,15 @@ describe('Redis Cluster with replicas: a master SIGKILLed under publishing', () 
 
   const killed: number[] = [];
 
-  it('with the replica in step: the replica is promoted and every acknowledged message is kept (recovered: true)', async () => {
+  it('with the replica in step: the replica is promoted, every acknowledged message is kept (recovered: true) and reaches a live listener in order', async () => {
     const bus = newBus();
     const { ref, nodes } = await channelOn(bus, killed);
     const [master, replica] = nodes as [number, number];
+    // Another instance listening live: its sharded subscription sits on the master killed below, and moves to the promoted replica.
+    const listener = newBus((bus as unknown as { prefix: string }).prefix);
+    expect(listener.livePath).toBe('sharded');
+    const live: Message[] = [];
+    await listener.subscribe(ref, (m) => live.push(m));
     const first = await bus.publish(ref, 'u', '"0"');
     const epoch = await bus.epoch(ref);
     const acked: string[] = [];
@@ -83,9 +88,17 @@ describe('Redis Cluster with replicas: a master SIGKILLed under publishing', () 
     const page = await resume(bus, ref, first.id, epoch);
     const got = new Set(page.messages.map((m) => m.id));
     const missing = acked.filter((id) => !got.has(id));
-    console.log(`[ha] cluster failover, replica in step: master ${master} SIGKILLed, replica ${replica} serving the slot ${promoted} ms after, first publish acknowledged again ${resumed} ms after; ${acked.length} acknowledged (${atKill} before the kill); resume recovered ${String(page.recovery?.recovered)}, ${missing.length} missing`);
+    const want = [first.id, ...acked];
+    const wanted = new Set(want);
+    const liveAcked = () => live.filter((m) => wanted.has(m.id));
+    await eventually(`every acknowledged message delivered live (${want.length})`, async () => liveAcked().length >= want.length, 15_000, 20).catch(() => undefined);
+    const liveAt = Date.now() - killedAt;
+    console.log(`[ha] cluster failover, replica in step: master ${master} SIGKILLed, replica ${replica} serving the slot ${promoted} ms after, first publish acknowledged again ${resumed} ms after; ${acked.length} acknowledged (${atKill} before the kill); resume recovered ${String(page.recovery?.recovered)}, ${missing.length} missing; the live listener (sharded) had ${liveAcked().length} of them ${liveAt} ms after the kill`);
     expect(page.recovery?.recovered, 'nothing acknowledged was lost, so the resume recovers').toBe(true);
     expect(missing, 'every acknowledged message is in the history').toEqual([]);
+    // A publish that failed (its client told 503) may still have been stored and delivered: only the acknowledged ones are owed.
+    expect(liveAcked().map((m) => m.id), 'the live listener got every acknowledged message, in order').toEqual(want);
+    expect(live.every((m, i) => i === 0 || m.id !== live[i - 1]!.id), 'none twice').toBe(true);
   });
 
   it('with the replica behind (frozen while publishes were acknowledged): after the failover the channel has a new epoch and a resume from before is told recovered: false', async () => {

@@ -5,7 +5,8 @@ import { watchCpu, type WorkerHandle } from './workers';
 export interface SliceSide {
   start(): Promise<unknown>;
   stop(): Promise<unknown>;
-  count(): Promise<{ delivered: number; atMs: number }>;
+  /** `counters`: other running totals (CPU time of a server, say), summed per round like the deliveries. */
+  count(): Promise<{ delivered: number; atMs: number; counters?: Record<string, number> }>;
   /** The processes whose CPU `limited_by` reports for this side. */
   cpu: WorkerHandle[];
 }
@@ -31,12 +32,15 @@ export async function sideBySide<K extends string>(
   order: readonly [K, K],
   opts: SideBySideOptions,
   onRound?: (round: number, figures: Record<K, number[]>) => void,
-): Promise<{ figures: Record<K, number[]>; limited: Partial<Record<K, string>> }> {
+): Promise<{ figures: Record<K, number[]>; limited: Partial<Record<K, string>>; counters: Record<K, Array<Record<string, number>>>; delivered: Record<K, number[]> }> {
   const figures = Object.fromEntries(order.map((k) => [k, [] as number[]])) as Record<K, number[]>;
+  const deliveredPerRound = Object.fromEntries(order.map((k) => [k, [] as number[]])) as Record<K, number[]>;
+  const counters = Object.fromEntries(order.map((k) => [k, [] as Array<Record<string, number>>])) as Record<K, Array<Record<string, number>>>;
   const limited: Partial<Record<K, string>> = {};
   for (let round = 0; round < opts.rounds; round++) {
     const delivered = Object.fromEntries(order.map((k) => [k, 0])) as Record<K, number>;
     const elapsedMs = Object.fromEntries(order.map((k) => [k, 0])) as Record<K, number>;
+    const sums = Object.fromEntries(order.map((k) => [k, {} as Record<string, number>])) as Record<K, Record<string, number>>;
     for (let slice = 0; slice < opts.slices; slice++) {
       // The order flips every slice pair, so a drift in the machine's load falls on both sides alike.
       for (const key of rotate(order, round + Math.floor((slice + 1) / 2))) {
@@ -51,10 +55,16 @@ export async function sideBySide<K extends string>(
         await side.stop();
         delivered[key] += after.delivered - before.delivered;
         elapsedMs[key] += after.atMs - before.atMs;
+        const sum: Record<string, number> = sums[key];
+        for (const [name, v] of Object.entries(after.counters ?? {})) sum[name] = (sum[name] ?? 0) + v - (before.counters?.[name] ?? 0);
       }
     }
-    for (const key of order) figures[key].push((delivered[key] / elapsedMs[key]) * 1000);
+    for (const key of order) {
+      figures[key].push((delivered[key] / elapsedMs[key]) * 1000);
+      deliveredPerRound[key].push(delivered[key]);
+      counters[key].push(sums[key]);
+    }
     onRound?.(round, figures);
   }
-  return { figures, limited };
+  return { figures, limited, counters, delivered: deliveredPerRound };
 }

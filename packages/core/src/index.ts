@@ -9,6 +9,7 @@ export * from './metrics-registry';
 export * from './timeout';
 export * from './lifecycle';
 export * from './redis';
+export * from './redis-sharded';
 export * from './secret-box';
 export * from './rate-limit/index';
 export * from './lru';

@@ -123,7 +123,7 @@ function tlsOptions(tls: RedisTls | undefined): NonNullable<RedisOptions['tls']>
  * failover is a reconnect), or a Cluster. `rediss…://` turns TLS on for every
  * connection: the data nodes and, under Sentinel, the sentinels too.
  */
-export function redisClientPlan(target: RedisTarget, overrides: RedisOptions = {}): RedisClientPlan {
+export function redisClientPlan(target: RedisTarget, overrides: RedisOptions = {}, cluster: { shardedSubscribers?: boolean } = {}): RedisClientPlan {
   const { url, tls: extra } = typeof target === 'string' ? { url: target, tls: undefined } : target;
   const options: RedisOptions = {
     connectTimeout: 2000,
@@ -174,6 +174,11 @@ export function redisClientPlan(target: RedisTarget, overrides: RedisOptions = {
       retryDelayOnFailover: 100,
       retryDelayOnClusterDown: 100,
       slotsRefreshTimeout: 2000,
+      shardedSubscribers: cluster.shardedSubscribers === true,
+      // ioredis 5 refreshes its slot map only on MOVED or a lost node; a
+      // sharded subscriber sends nothing that could be MOVED, so it also
+      // looks every 5 s: a failover or resharding is followed without either.
+      ...(cluster.shardedSubscribers === true && { slotsRefreshInterval: 5000 }),
       // Every node connection, the seeds and those CLUSTER SLOTS names (TLS included).
       redisOptions: nodeOptions,
     },
@@ -185,10 +190,12 @@ export function redisClientPlan(target: RedisTarget, overrides: RedisOptions = {
  * returned as `Redis`: it has the same command, script, pipeline and pub/sub
  * surface that our drivers use; what differs (one slot per script or
  * pipeline) is the key layout's job (hash tags: docs/OPERATIONS.md "Redis
- * high availability").
+ * high availability"). `cluster.shardedSubscribers` (Cluster only) makes
+ * SSUBSCRIBE go to the master serving each channel's slot, one connection
+ * per master (redis-sharded.ts watches them).
  */
-export function createRedis(target: RedisTarget, overrides: RedisOptions = {}): Redis {
-  const plan = redisClientPlan(target, overrides);
+export function createRedis(target: RedisTarget, overrides: RedisOptions = {}, cluster: { shardedSubscribers?: boolean } = {}): Redis {
+  const plan = redisClientPlan(target, overrides, cluster);
   if (plan.kind === 'single') return new Redis(plan.url, plan.options);
   if (plan.kind === 'sentinel') return new Redis(plan.options);
   return new Cluster(plan.nodes, plan.options) as unknown as Redis;

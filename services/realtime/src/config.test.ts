@@ -32,6 +32,7 @@ describe('loadConfig', () => {
       acceptedInternalTokens: [base.INTERNAL_TOKEN],
       webhookEvents: true,
       redis: { url: undefined, prefix: 'relay:' },
+      redisPubsub: 'auto',
       verifyDeadlineMs: 2000,
       historyMaxMessages: 1000,
       historyTtlS: 86_400,
@@ -77,6 +78,7 @@ describe('loadConfig', () => {
     [{ USAGE_FLUSH_INTERVAL_S: '0' }, 'USAGE_FLUSH_INTERVAL_S'],
     [{ USAGE_METERING: 'maybe' }, 'USAGE_METERING'],
     [{ USAGE_METRICS_TENANTS: 'not-a-tenant' }, 'USAGE_METRICS_TENANTS'],
+    [{ REDIS_PUBSUB: 'sharded' }, 'REDIS_PUBSUB'],
   ])('names the bad variable (%o)', (env, variable) => {
     expect(() => loadConfig({ ...base, ...env }, { standalone: false })).toThrow(expect.objectContaining({ variable }) as ConfigError);
   });
@@ -95,6 +97,11 @@ describe('loadConfig', () => {
   it('reads every limit from its variable', () => {
     const c = loadConfig({ ...base, PUBLISH_RATE_PER_S: '5', PUBLISH_BURST: '7', AUTH_FRAMES_PER_MINUTE: '3', MAX_CONNECTIONS_PER_TENANT: '2', MAX_SUBSCRIPTIONS: '4' }, { standalone: false });
     expect([c.publishRatePerS, c.publishBurst, c.authFramesPerMinute, c.maxConnectionsPerTenant, c.maxSubscriptions]).toEqual([5, 7, 3, 2, 4]);
+  });
+
+  it('reads REDIS_PUBSUB (auto, plain or both)', () => {
+    expect(['auto', 'plain', 'both'].map((v) => loadConfig({ ...base, REDIS_PUBSUB: v }, { standalone: false }).redisPubsub)).toEqual(['auto', 'plain', 'both']);
+    expect(() => loadConfig({ ...base, REDIS_PUBSUB: 'PLAIN' }, { standalone: false })).toThrow('configuration error: REDIS_PUBSUB must be one of auto, plain, both');
   });
 
   it('puts the history journal under DATA_DIR unless HISTORY_DIR says otherwise', () => {

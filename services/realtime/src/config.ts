@@ -19,6 +19,8 @@ export interface RealtimeConfig {
   /** INTERNAL_TOKEN and INTERNAL_TOKEN_NEXT while it is set: what this service accepts from callers. */
   acceptedInternalTokens: readonly string[];
   redis: RedisSettings;
+  /** REDIS_PUBSUB: how live messages cross instances (docs/OPERATIONS.md "Sharded pub/sub"). */
+  redisPubsub: 'auto' | 'plain' | 'both';
   verifyDeadlineMs: number;
   historyMaxMessages: number;
   historyTtlS: number;
@@ -81,6 +83,7 @@ export function loadConfig(env: Env, opts: { standalone: boolean }): Readonly<Re
     tenantFeed: Object.freeze(readTenantFeedConfig(r)),
     ...r.internalTokens(),
     redis: Object.freeze(redis),
+    redisPubsub: r.oneOf('REDIS_PUBSUB', ['auto', 'plain', 'both'] as const, 'auto'),
     verifyDeadlineMs: r.int('VERIFY_DEADLINE_MS', 2000, 10, 60_000),
     historyMaxMessages: r.int('HISTORY_MAX_MESSAGES', 1000, 1, 10_000_000),
     historyTtlS: r.int('HISTORY_TTL_S', 86_400, 1, 365 * 86_400),

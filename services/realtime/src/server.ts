@@ -128,6 +128,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       retention,
       historyDir: config.historyDir,
       idempotencyWindowS: config.idempotencyWindowS,
+      pubsub: config.redisPubsub,
       logger,
       ...(clock && { clock }),
       onRedisError: (connection) => metrics.redisErrors.inc({ connection }),

@@ -1,6 +1,6 @@
-import { createRedis, isCluster, RelayError, redisPing, redisReady, waitForReplica, watchClusterSubscriber, type Logger, type Redis, type RedisTarget } from '@service-relay/core';
+import { createRedis, isCluster, RelayError, redisPing, redisReady, waitForReplica, type Logger, type Redis, type RedisTarget } from '@service-relay/core';
 import { ClusterUnconfirmed } from './cluster-unconfirmed';
-import { isAfter, makeMessage, type ChannelRef, type Message, type MessageListener } from './message';
+import { makeMessage, type ChannelRef, type Message, type MessageListener } from './message';
 import type { HistoryPage, HistoryQuery, MessageBus, PublishOptions } from './message-bus';
 import type { RetentionOptions } from './memory-message-bus';
 import { parseMessageId } from './message-id';
@@ -8,20 +8,17 @@ import { HistoryGeneration, type Generation } from './redis-history-generation';
 import { PUBLISH_SCRIPT, READ_SCRIPT } from './redis-scripts';
 import { globLiteral, unlinkMatching } from '../purge/redis-scan';
 import { judgeRecovery, newEpoch, NO_EPOCH, type EpochState } from './recovery';
+import { RedisLiveTopics, type LivePath } from './redis-live';
+
+/**
+ * REDIS_PUBSUB: `auto` is sharded pub/sub on a Cluster and plain elsewhere;
+ * `plain` is PUBLISH/SUBSCRIBE everywhere (what versions before it did);
+ * `both` (Cluster) publishes and listens on both names, for a rolling
+ * upgrade from such a version (docs/OPERATIONS.md "Sharded pub/sub on a Cluster").
+ */
+export type RedisPubSub = 'auto' | 'plain' | 'both';
 
 type StreamEntry = [id: string, fields: string[]];
-
-interface Topic {
-  ref: ChannelRef;
-  listeners: Set<MessageListener>;
-  subscribed: Promise<unknown>;
-  /** Last message delivered; later copies of it or older ones are dropped. */
-  last: Message | undefined;
-  /** While refilling after a reconnect, live messages wait here. */
-  parked: Message[] | undefined;
-  /** The last message delivered when the subscription was lost (Cluster), where the refill starts. */
-  resumeAfter?: string;
-}
 
 type PublishReply = [id: string, duplicate: 0 | 1, fields?: string[]];
 type ReadReply = [
@@ -48,20 +45,15 @@ interface Scripts {
   relayRead(stream: string, meta: string, after: string, limit: number, gen: string, adopt: string, epoch: string): Promise<ReadReply>;
 }
 
-const REFILL_PAGE = 500;
 const ZERO = Object.freeze({ ms: 0, seq: 0 });
 
 /**
- * Redis Streams keep ids and history; pub/sub carries live delivery. One
- * subscriber connection per process: a channel is SUBSCRIBEd when its first
- * local listener arrives and UNSUBSCRIBEd when the last one leaves.
+ * Redis Streams keep ids and history; pub/sub carries live delivery
+ * (redis-live.ts: one subscriber client per process, sharded on a Cluster).
  */
 export class RedisMessageBus implements MessageBus {
   private readonly cmd: Redis & Scripts;
-  private readonly sub: Redis;
-  private readonly topics = new Map<string, Topic>();
-  private wasReady = false;
-  private lostSinceReady = false;
+  private readonly live: RedisLiveTopics;
   private readonly generation: HistoryGeneration;
 
   constructor(
@@ -71,6 +63,7 @@ export class RedisMessageBus implements MessageBus {
     private readonly logger: Logger,
     private readonly idempotencyWindowS = 600,
     onRedisError: (connection: 'commands' | 'subscriber') => void = () => {},
+    pubsub: RedisPubSub = 'auto',
   ) {
     this.cmd = createRedis(url, { connectionName: 'realtime-messages' }) as Redis & Scripts;
     // Without numberOfKeys the key count is the first argument: the idempotency key is optional.
@@ -78,39 +71,17 @@ export class RedisMessageBus implements MessageBus {
     this.cmd.defineCommand('relayRead', { numberOfKeys: 2, lua: READ_SCRIPT });
     this.cmd.on('error', () => onRedisError('commands'));
     this.generation = new HistoryGeneration(this.cmd, `${prefix}{history}:generation`, logger);
-    this.unconfirmed = isCluster(this.cmd) ? new ClusterUnconfirmed(this.cmd, logger) : undefined;
-    this.sub = createRedis(url, { connectionName: 'realtime-messages-sub', enableOfflineQueue: true, maxRetriesPerRequest: null });
-    this.sub.on('error', (err: Error) => {
-      onRedisError('subscriber');
-      this.logger.debug({ err: err.message }, 'message bus connection error');
-    });
-    this.sub.on('close', () => {
-      if (this.wasReady) this.lostSinceReady = true;
-    });
-    this.sub.on('ready', () => {
-      this.wasReady = true;
-      if (!this.lostSinceReady) return;
-      this.lostSinceReady = false;
-      for (const [channel, topic] of this.topics) void this.refill(channel, topic);
-    });
-    this.sub.on('message', (channel: string, payload: string) => this.onMessage(channel, payload));
-    // On a Cluster the subscriber connection can move to another node without a 'close' here.
-    this.stopWatch = watchClusterSubscriber(this.sub, {
-      lost: () => {
-        // Hold live messages from here: the next ones may arrive on the new connection before the refill reads the gap.
-        for (const topic of this.topics.values()) {
-          if (topic.parked) continue;
-          topic.parked = [];
-          topic.resumeAfter = topic.last?.id;
-        }
-      },
-      moved: () => {
-        for (const [channel, topic] of this.topics) void this.refill(channel, topic);
-      },
-    });
+    const cluster = isCluster(this.cmd);
+    this.unconfirmed = cluster ? new ClusterUnconfirmed(this.cmd, logger) : undefined;
+    const path: LivePath = !cluster || pubsub === 'plain' ? 'plain' : pubsub === 'both' ? 'both' : 'sharded';
+    const history = { readAfter: (ref: ChannelRef, after: string, limit: number) => this.history(ref, { after, limit }), connected: () => this.connected() };
+    this.live = new RedisLiveTopics(url, prefix, path, history, logger, () => onRedisError('subscriber'));
   }
 
-  private readonly stopWatch: () => void;
+  /** How live messages travel: `plain` (PUBLISH), `sharded` (SPUBLISH, Cluster) or `both`. */
+  get livePath(): LivePath {
+    return this.live.path;
+  }
 
   async publish(ref: ChannelRef, userId: string, dataJson: string, opts: PublishOptions = {}): Promise<Message> {
     const stream = this.streamKey(ref);
@@ -121,7 +92,8 @@ export class RedisMessageBus implements MessageBus {
       await this.unconfirmed?.settle(stream);
       const { maxMessages, ttlS } = opts.retention ?? this.retention;
       const windowMs = this.idempotencyWindowS * 1000;
-      reply = await this.cmd.relayPublish(keys.length, ...keys, maxMessages, userId, dataJson, ttlS, this.channelName(ref), newEpoch(), windowMs, gen, adopt ? '1' : '0');
+      const live = this.live.names(ref);
+      reply = await this.cmd.relayPublish(keys.length, ...keys, maxMessages, userId, dataJson, ttlS, live.plain ?? '', newEpoch(), windowMs, gen, adopt ? '1' : '0', live.sharded ?? '');
       // Acknowledged means on the replica too (Sentinel, or the slot's replica on a Cluster), so a failover cannot take it back unannounced.
       const replicas = await waitForReplica(this.cmd, stream);
       if (replicas === 0) {
@@ -157,25 +129,9 @@ export class RedisMessageBus implements MessageBus {
   }
 
   async subscribe(ref: ChannelRef, listener: MessageListener): Promise<() => void> {
-    const channel = this.channelName(ref);
-    let topic = this.topics.get(channel);
-    if (!topic) {
-      // Left earlier in this tick: still subscribed, and it must stay so.
-      this.leaving.delete(channel);
-      topic = { ref, listeners: new Set(), subscribed: this.sub.subscribe(channel), last: undefined, parked: undefined };
-      this.topics.set(channel, topic);
-    }
-    const t = topic;
-    t.listeners.add(listener);
-    const stop = () => {
-      t.listeners.delete(listener);
-      if (t.listeners.size > 0 || this.topics.get(channel) !== t) return;
-      this.topics.delete(channel);
-      if (this.leaving.size === 0) setImmediate(this.unsubscribeLeaving);
-      this.leaving.add(channel);
-    };
+    const { subscribed, stop } = this.live.subscribe(ref, listener);
     try {
-      await t.subscribed;
+      await subscribed;
     } catch (err) {
       stop();
       throw new RelayError('unavailable', 'message bus unavailable', { cause: err });
@@ -183,76 +139,15 @@ export class RedisMessageBus implements MessageBus {
     return stop;
   }
 
-  /**
-   * Channels whose last local listener left in this tick, unsubscribed in one
-   * command at its end: a tenant's disable closing 10,000 connections in 200
-   * channels sent 200 UNSUBSCRIBEs, each a socket write, ~13% of realtime's
-   * CPU for that disable (bench scale scenario, profiled).
-   */
-  private readonly leaving = new Set<string>();
-
-  private readonly unsubscribeLeaving = (): void => {
-    if (this.leaving.size === 0) return;
-    const channels = [...this.leaving];
-    this.leaving.clear();
-    this.sub.unsubscribe(...channels).catch(() => {});
-  };
-
   async ready(): Promise<boolean> {
-    return this.sub.status === 'ready' && (await redisPing(this.cmd));
+    return this.live.ready() && (await redisPing(this.cmd));
   }
 
   async close(): Promise<void> {
-    this.stopWatch();
     this.generation.stop();
     this.unconfirmed?.close();
-    this.topics.clear();
-    this.sub.disconnect();
+    this.live.close();
     this.cmd.disconnect();
-  }
-
-  private onMessage(channel: string, payload: string): void {
-    const topic = this.topics.get(channel);
-    if (!topic) return;
-    const a = payload.indexOf('\n');
-    const b = payload.indexOf('\n', a + 1);
-    if (a < 0 || b < 0) return;
-    const message = makeMessage(payload.slice(0, a), topic.ref.channel, payload.slice(a + 1, b), payload.slice(b + 1));
-    if (topic.parked) topic.parked.push(message);
-    else deliver(topic, message);
-  }
-
-  /**
-   * After a lost connection, messages published meanwhile never came over
-   * pub/sub: read them from the stream, then release what arrived live.
-   */
-  private async refill(channel: string, topic: Topic): Promise<void> {
-    topic.parked ??= [];
-    const resumeAfter = topic.resumeAfter;
-    topic.resumeAfter = undefined;
-    try {
-      // The re-SUBSCRIBE must be acknowledged before reading, or a message
-      // published between the read and the subscription would be lost.
-      await this.sub.subscribe(channel);
-      await this.connected();
-      let after = resumeAfter ?? topic.last?.id;
-      for (;;) {
-        if (after === undefined) break;
-        const { messages: page, recovery } = await this.history(topic.ref, { after, limit: REFILL_PAGE });
-        if (recovery && !recovery.recovered) {
-          this.logger.warn({ reason: recovery.reason, tenant_id: topic.ref.tenantId }, 'channel history lost while the message bus was disconnected');
-        }
-        for (const m of page) deliver(topic, m);
-        if (page.length < REFILL_PAGE) break;
-        after = page[page.length - 1]!.id;
-      }
-    } catch (err) {
-      this.logger.warn({ err }, 'could not refill a channel after reconnecting; messages may be missing');
-    } finally {
-      const parked = topic.parked ?? [];
-      topic.parked = undefined;
-      for (const m of parked) deliver(topic, m);
-    }
   }
 
   /** Cluster only (undefined elsewhere): channels with publishes no replica confirmed, announced after a failover. */
@@ -324,22 +219,6 @@ export class RedisMessageBus implements MessageBus {
    */
   private streamKey(ref: ChannelRef): string {
     return `${this.prefix}ch:{${ref.tenantId}:${ref.channel}}`;
-  }
-
-  private channelName(ref: ChannelRef): string {
-    return `${this.prefix}msg:${ref.tenantId}:${ref.channel}`;
-  }
-}
-
-function deliver(topic: Topic, m: Message): void {
-  if (topic.last && !isAfter(m, topic.last.ms, topic.last.seq)) return;
-  topic.last = m;
-  for (const listener of topic.listeners) {
-    try {
-      listener(m);
-    } catch {
-      // One failing listener must not starve the others.
-    }
   }
 }
 

@@ -2,8 +2,11 @@
  * The Redis driver's Lua scripts. Keys of one channel share the stream's
  * name as their stem (`…ch:{<tenant>:<channel>}`, `…/meta`, `…/idem/<key>`;
  * '/' occurs in no channel name or key), so they live and expire together
- * and, by the hash tag, share one Redis Cluster slot. The live PUBLISH names a
- * channel, not a key: on a Cluster it reaches every node's subscribers.
+ * and, by the hash tag, share one Redis Cluster slot. The live message goes
+ * out by PUBLISH on `…msg:<tenant>:<channel>` (on a Cluster, copied to every
+ * node over the cluster bus), by SPUBLISH on `…msg:{<tenant>:<channel>}` (the
+ * stream's hash tag, so the stream's slot: Redis 7 lets a script SPUBLISH
+ * there, and only the master serving it delivers), or both (redis-live.ts).
  */
 
 /**
@@ -24,8 +27,9 @@ end`;
  * equals id order everywhere, and a retry with a known key stores nothing.
  *
  * KEYS: stream, meta, [idempotency key]
- * ARGV: maxlen, user id, data JSON, ttl s, live channel, new epoch, window ms,
- * generation, adopt ('1': a meta hash without a generation belongs to it)
+ * ARGV: maxlen, user id, data JSON, ttl s, plain live channel ('' for none),
+ * new epoch, window ms, generation, adopt ('1': a meta hash without a
+ * generation belongs to it), sharded live channel ('' or absent for none)
  * Returns {id, 0} for a new message, {id, 1, fields?} for a known key.
  * A stream whose epoch was vouched under an older generation (Redis restarted
  * or failed over and may have lost acknowledged messages since:
@@ -64,7 +68,9 @@ end
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 redis.call('EXPIRE', KEYS[2], ARGV[4])
 if KEYS[3] then redis.call('SET', KEYS[3], id, 'NX', 'PX', ARGV[7]) end
-redis.call('PUBLISH', ARGV[5], id .. '\\n' .. ARGV[2] .. '\\n' .. ARGV[3])
+local live = id .. '\\n' .. ARGV[2] .. '\\n' .. ARGV[3]
+if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], live) end
+if ARGV[10] and ARGV[10] ~= '' then redis.call('SPUBLISH', ARGV[10], live) end
 return {id, 0}
 `;
 
