@@ -32,14 +32,14 @@ async function subscribedNodes(cluster: PrivateRedisCluster, kind: 'subscriber' 
   return found;
 }
 
-/** Publishes on `ref` every ~5 ms until stopped (bounded), collecting the acknowledged ids. */
-function publishLoop(bus: RedisMessageBus, ref: ChannelRef, acked: string[]): { stop(): Promise<void> } {
+/** Publishes on `ref` one at a time, `pauseMs` apart, until stopped (bounded), collecting the acknowledged ids. */
+function publishLoop(bus: RedisMessageBus, ref: ChannelRef, acked: string[], pauseMs = 5, idempotent = true): { stop(): Promise<void> } {
   let stop = false;
   const loop = (async () => {
     for (let n = 1; n < 20_000 && !stop; n++) {
-      const m = await bus.publish(ref, 'u', `${n}`, { idempotencyKey: randomUUID() }).catch(() => undefined);
+      const m = await bus.publish(ref, 'u', `${n}`, idempotent ? { idempotencyKey: randomUUID() } : {}).catch(() => undefined);
       if (m) acked.push(m.id);
-      await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, pauseMs));
     }
   })();
   return {
@@ -133,6 +133,40 @@ describe('Redis Cluster: sharded pub/sub (REDIS_PUBSUB=auto)', () => {
     expect(new Set(ids).size, 'no message delivered twice').toBe(ids.length);
     expect(ids).toEqual(acked);
     console.log(`[ha] cluster sharded: subscription to ${node} cut 3 times; ${acked.length} acknowledged, all delivered in order, ${Date.now() - started} ms`);
+  });
+
+  it("follows the channel's slot when it is resharded to another master under publishing: every acknowledged message arrives, in order", async () => {
+    const prefix = `ha:shard-move:${randomUUID().slice(0, 8)}:`;
+    const [publisher, subscriber] = [newBus(prefix), newBus(prefix)];
+    const ref = { tenantId: randomUUID(), channel: 'room' };
+    const name = `${prefix}msg:{${ref.tenantId}:${ref.channel}}`;
+    const from = await cluster.nodeOf(name);
+    const to = cluster.ports.find((p) => p !== from)!;
+    const got: Message[] = [];
+    await subscriber.subscribe(ref, (m) => got.push(m));
+    const acked: string[] = [(await publisher.publish(ref, 'u', '0')).id];
+    await eventually('the first message arrives live', async () => got.length === 1, 5000, 10);
+    // Without idempotency keys: a new key in a migrating slot is refused (TRYAGAIN) until the slot changed hands.
+    const loop = publishLoop(publisher, ref, acked, 5, false);
+    const started = Date.now();
+    await eventually('traffic before the move', async () => acked.length >= 20, 10_000, 5);
+    // Publishes acknowledged by the new master while the slot migrates and the subscription is still on
+    // the old one (a resharding's window, held open here): only the refill delivers them. Then the old
+    // master drops the slot's subscriptions (an unsolicited SUNSUBSCRIBE): ioredis alone would not subscribe again.
+    let inWindow = 0;
+    await cluster.migrateSlot(name, to, async () => {
+      const before = acked.length;
+      await eventually('publishes acknowledged by the new master while migrating', async () => acked.length >= before + 5, 10_000, 5);
+      inWindow = acked.length - before;
+    });
+    const atMove = acked.length;
+    await eventually('traffic after the move', async () => acked.length >= atMove + 20, 10_000, 5);
+    await loop.stop();
+    const want = new Set(acked);
+    await eventually(`every acknowledged message delivered (${acked.length})`, async () => got.filter((m) => want.has(m.id)).length === want.size, 15_000, 20);
+    expect(got.map((m) => m.id)).toEqual(acked);
+    expect(await onNode(to, (r) => r.call('PUBSUB', 'SHARDCHANNELS', `${prefix}*`)), 'subscribed on the new master').toEqual([name]);
+    console.log(`[ha] cluster sharded: slot moved ${from} -> ${to} under publishing; ${acked.length} acknowledged (${inWindow} while the slot migrated, ${acked.length - atMove} after the move), all delivered in order, ${Date.now() - started} ms`);
   });
 
   it('across a rolling upgrade (REDIS_PUBSUB=both beside plain and auto instances), every instance gets every message once, in order', async () => {

@@ -66,6 +66,39 @@ export class PrivateRedisCluster {
     throw new Error(`no live node answers for ${key}'s slot`);
   }
 
+  /**
+   * Moves `key`'s slot, and the keys in it, to the master on `to` (what a
+   * resharding does, one slot): IMPORTING/MIGRATING, MIGRATE in batches, then
+   * SETSLOT NODE on the target, the source and the other nodes.
+   * `whileMigrating` runs once the keys moved and before the slot changes
+   * hands: a write to it is redirected from the source to the target (ASK).
+   */
+  async migrateSlot(key: string, to: number, whileMigrating?: () => Promise<void>): Promise<void> {
+    const from = await this.nodeOf(key);
+    const [src, dst] = [new Redis({ port: from, host: '127.0.0.1' }), new Redis({ port: to, host: '127.0.0.1' })];
+    try {
+      const slot = (await src.cluster('KEYSLOT', key)) as number;
+      const [srcId, dstId] = [(await src.cluster('MYID')) as string, (await dst.cluster('MYID')) as string];
+      await dst.cluster('SETSLOT', slot, 'IMPORTING', srcId);
+      await src.cluster('SETSLOT', slot, 'MIGRATING', dstId);
+      for (let i = 0; i < 1000; i++) {
+        const keys = (await src.cluster('GETKEYSINSLOT', slot, 100)) as string[];
+        if (keys.length === 0) break;
+        await src.call('MIGRATE', '127.0.0.1', to, '', 0, 5000, 'KEYS', ...keys);
+      }
+      await whileMigrating?.();
+      await dst.cluster('SETSLOT', slot, 'NODE', dstId);
+      await src.cluster('SETSLOT', slot, 'NODE', dstId);
+      for (const port of this.ports.filter((p) => p !== from && p !== to)) {
+        const r = new Redis({ port, host: '127.0.0.1' });
+        await r.cluster('SETSLOT', slot, 'NODE', dstId).finally(() => r.disconnect());
+      }
+    } finally {
+      src.disconnect();
+      dst.disconnect();
+    }
+  }
+
   static async start(masters = 3, extraArgs: string[] = [], replicas = 0): Promise<PrivateRedisCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'relay-ha-cluster-'));
     const ports: number[] = [];

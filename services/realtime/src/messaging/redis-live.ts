@@ -291,21 +291,25 @@ export class RedisLiveTopics {
     return t.node !== undefined && this.shards!.nodeOf(t.sharded!) === t.node && this.shards!.live(t.node);
   }
 
-  /** SSUBSCRIBE, and the node that acknowledged it if no loss came in between (else undefined: do it again). */
-  private async ssubscribe(t: Topic): Promise<string | undefined> {
+  /**
+   * SSUBSCRIBE; the node that acknowledged it, with its loss count then
+   * (undefined if a loss came in between: do it again). A loss counted on
+   * that node later means the subscription went after all.
+   */
+  private async ssubscribe(t: Topic): Promise<{ node: string; losses: number } | undefined> {
     const name = t.sharded!;
     const before = this.shards!.nodeOf(name);
     const losses = this.lossesOf(before);
     await withTimeout(this.sub.ssubscribe(name), SSUBSCRIBE_TIMEOUT_MS);
     const node = this.shards!.nodeOf(name);
     if (node === undefined || node !== before || this.lossesOf(node) !== losses || !this.shards!.live(node)) return undefined;
-    return node;
+    return { node, losses };
   }
 
   private async firstShardedSubscribe(t: Topic): Promise<void> {
     t.subscribing = true;
     try {
-      t.node = await this.ssubscribe(t);
+      t.node = (await this.ssubscribe(t))?.node;
     } finally {
       t.subscribing = false;
     }
@@ -325,12 +329,12 @@ export class RedisLiveTopics {
         t.again = false;
         hold(t);
         try {
-          const node = await this.ssubscribe(t);
-          if (node === undefined || t.again) continue;
+          const on = await this.ssubscribe(t);
+          if (on === undefined || t.again) continue;
           // The SSUBSCRIBE is acknowledged before the read: a message published after the read arrives live.
           await this.readGap(t, t.resumeAfter ?? t.last?.id);
-          if (t.again) continue;
-          t.node = node;
+          if (t.again || this.lossesOf(on.node) !== on.losses) continue;
+          t.node = on.node;
           t.resumeAfter = undefined;
           release(t);
           return;
