@@ -89,6 +89,7 @@ export class RedisMessageBus implements MessageBus {
     let reply: PublishReply;
     try {
       const { gen, adopt } = await this.vouched();
+      await this.spublishable();
       await this.unconfirmed?.settle(stream);
       const { maxMessages, ttlS } = opts.retention ?? this.retention;
       const windowMs = this.idempotencyWindowS * 1000;
@@ -140,7 +141,36 @@ export class RedisMessageBus implements MessageBus {
   }
 
   async ready(): Promise<boolean> {
-    return this.live.ready() && (await redisPing(this.cmd));
+    if (!this.live.ready() || !(await redisPing(this.cmd))) return false;
+    return this.spublishable().then(
+      () => true,
+      () => false,
+    );
+  }
+
+  private spublishChecked: Promise<void> | undefined;
+
+  /**
+   * Sharded pub/sub needs Redis 7 on the Cluster's nodes. Checked once
+   * before the first publish (a script failing at SPUBLISH would have
+   * stored the message already): on Redis 6 every publish answers
+   * unavailable, /readyz fails and the log says what to set.
+   */
+  private spublishable(): Promise<void> {
+    if (this.live.path === 'plain') return Promise.resolve();
+    this.spublishChecked ??= (this.cmd.call('COMMAND', 'INFO', 'SPUBLISH') as Promise<unknown[]>).then(
+      (info) => {
+        if (Array.isArray(info) && info[0]) return;
+        this.logger.error('message bus: the Redis Cluster has no SPUBLISH (Redis before 7.0): set REDIS_PUBSUB=plain, or upgrade Redis');
+        throw new Error('SPUBLISH unknown to Redis');
+      },
+      (err: unknown) => {
+        // Redis unreachable: ask again next time.
+        this.spublishChecked = undefined;
+        throw err;
+      },
+    );
+    return this.spublishChecked;
   }
 
   async close(): Promise<void> {
