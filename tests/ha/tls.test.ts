@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedis, EnvReader, readRedisSettings, type Redis, type RedisSettings } from '@service-relay/core';
+import { createLogger, createRedis, EnvReader, readRedisSettings, type Redis, type RedisSettings } from '@service-relay/core';
 import * as registry from '@service-relay/tenant-registry';
+import { RedisMessageBus } from '../../services/realtime/src/messaging/redis-message-bus';
 import { PrivatePostgres } from '../faults/support/backends';
+import { eventually } from '../faults/support/probes';
 import { makeTestCerts, pem, REDIS_TLS_NAME, TlsRedis, type TestCerts } from './support/tls';
 
 // TLS to Redis and PostgreSQL (#33 item 4), on real servers that accept TLS
@@ -120,6 +122,27 @@ describe('rediss-cluster:// (three TLS-only masters)', () => {
     // Enough keys that every master holds some.
     for (let i = 0; i < 30; i++) await c.set(`tls:spread:${i}`, String(i), 'EX', 60);
     for (let i = 0; i < 30; i++) expect(await c.get(`tls:spread:${i}`)).toBe(String(i));
+  });
+
+  it("carries realtime's sharded pub/sub over TLS: a subscription on each master, one message each", async () => {
+    const s = settings(cluster.url);
+    const target = { url: s.url!, tls: s.tls };
+    const prefix = `tls:bus:${randomBytes(4).toString('hex')}:`;
+    const logger = createLogger({ service: 'ha-tls', level: 'silent' });
+    const [publisher, subscriber] = [new RedisMessageBus(target, prefix, { maxMessages: 10, ttlS: 60 }, logger), new RedisMessageBus(target, prefix, { maxMessages: 10, ttlS: 60 }, logger)];
+    try {
+      expect(subscriber.livePath).toBe('sharded');
+      // Their slots (the hash tag {t:room-i}) fall on all three masters of `redis-cli --cluster create`'s even split.
+      const refs = Array.from({ length: 12 }, (_, i) => ({ tenantId: 't', channel: `room-${i}` }));
+      const got = new Set<string>();
+      // Ids are per channel (two channels' messages can share one): counted with their channel.
+      for (const ref of refs) await subscriber.subscribe(ref, (m) => got.add(`${ref.channel} ${m.id}`));
+      const sent = await Promise.all(refs.map(async (ref) => `${ref.channel} ${(await publisher.publish(ref, 'u', '"over tls"')).id}`));
+      await eventually('every message delivered', async () => got.size === sent.length, 5000, 20);
+      expect([...got].sort()).toEqual(sent.sort());
+    } finally {
+      await Promise.all([publisher.close(), subscriber.close()]);
+    }
   });
 });
 
