@@ -122,4 +122,12 @@ describe('TLS (rediss…:// and REDIS_TLS_*)', () => {
     expect((redisClientPlan('redis-cluster://n1:7000').options as { redisOptions: object }).redisOptions).not.toHaveProperty('tls');
     expect(() => redisClientPlan({ url: 'redis://redis:6379', tls: { servername: 'x' } })).toThrow(/not a TLS URL/);
   });
+
+  it("asks for ioredis's sharded subscribers (and a slot map read every 5 s) only when told, on a Cluster", () => {
+    expect(redisClientPlan('redis-cluster://n1:7000', {}, { shardedSubscribers: true }).options).toMatchObject({ shardedSubscribers: true, slotsRefreshInterval: 5000 });
+    const plain = redisClientPlan('redis-cluster://n1:7000').options;
+    expect(plain).toMatchObject({ shardedSubscribers: false });
+    expect(plain).not.toHaveProperty('slotsRefreshInterval');
+    expect(redisClientPlan('redis://redis:6379', {}, { shardedSubscribers: true }).options).not.toHaveProperty('shardedSubscribers');
+  });
 });
