@@ -75,6 +75,9 @@ export class ClusterUnconfirmed {
   }
 
   private async sweep(): Promise<void> {
+    // ioredis re-reads the slot map only when a command meets a moved or dead node: ask it now, so a
+    // failover is seen without waiting for this instance's next command to the channel's slot.
+    await new Promise<void>((resolve) => (this.cmd as unknown as { refreshSlotsCache(cb: () => void): void }).refreshSlotsCache(() => resolve()));
     for (const stream of [...this.on.keys()]) await this.settle(stream).catch(() => {});
     if (this.on.size === 0) this.close();
   }
