@@ -5,6 +5,8 @@ export interface ReceivedWebhook {
   body: string;
   headers: Record<string, string | string[] | undefined>;
   status: number;
+  /** When it arrived (ms since the epoch). */
+  at: number;
 }
 
 /**
@@ -65,11 +67,11 @@ export class WebhookReceiver {
   private onRequest(body: string, headers: ReceivedWebhook['headers'], res: import('node:http').ServerResponse): void {
     if (this.mode === 'hang') {
       this.hanging.add(res);
-      this.requests.push({ body, headers, status: 0 });
+      this.requests.push({ body, headers, status: 0, at: Date.now() });
       return;
     }
     const status = this.mode === 'ok' ? 200 : 500;
-    this.requests.push({ body, headers, status });
+    this.requests.push({ body, headers, status, at: Date.now() });
     res.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'ok' : 'failing on purpose');
     const w = this.waiters;
     this.waiters = [];

@@ -91,3 +91,16 @@ export interface TenantCallbacksResponse {
   /** The tenant feed sequence the answer reflects. */
   as_of_seq: number;
 }
+
+export interface TenantWebhooksRequest {
+  tenant_id: string;
+}
+
+export interface TenantWebhooksResponse {
+  found: boolean;
+  /** The event types at least one enabled endpoint wants, each once. */
+  events: string[];
+  version: number;
+  /** The tenant feed sequence the answer reflects. */
+  as_of_seq: number;
+}

@@ -19,6 +19,10 @@ export const TENANT_EVENT_KINDS = [
   // secret rotated). The detail carries only `callbacks_version`: the signing
   // secret never travels in the feed; realtime asks the registry again.
   'callbacks',
+  // Issue #32: the webhook event types a tenant's enabled endpoints want
+  // changed (an endpoint created, deleted, switched on or off). The detail
+  // carries the new set: realtime records only those events for the tenant.
+  'webhooks',
 ] as const;
 export type TenantEventKind = (typeof TENANT_EVENT_KINDS)[number];
 
@@ -43,7 +47,9 @@ export interface TenantEvent {
    * verifying), `user_disconnected` → `{ user_id }`, `limits` → `{ limits, limits_version, plan }`
    * (the tenant's plan and override layers merged, partial: realtime fills the
    * rest from its environment; `limits_version` per tenant, only growing),
-   * `callbacks` → `{ callbacks_version }` (per tenant, only growing). Absent otherwise.
+   * `callbacks` → `{ callbacks_version }` (per tenant, only growing), `webhooks` →
+   * `{ webhook_events, webhooks_version }` (the event types at least one enabled
+   * endpoint of the tenant wants, each once; the version per tenant, only growing). Absent otherwise.
    */
   detail?: Readonly<Record<string, unknown>>;
 }

@@ -33,6 +33,8 @@ import { isScheduler, timerScheduler } from './timers/scheduler';
 import { TopicHub } from './topics/topic-hub';
 import type { WebhookEventSink } from '@service-relay/webhook-events';
 import { WebhookTransitions } from './webhooks/transitions';
+import { WebhookInterest, type WebhookInterestSource } from './webhooks/webhook-interest';
+import { RegistryWebhooksClient } from './grpc/registry-webhooks-client';
 import { CLOSE_GOING_AWAY, CLOSE_TRY_AGAIN_LATER } from './ws/close-codes';
 
 /** How long a client gets to answer the close handshake at shutdown (the process allows 10 s in all). */
@@ -91,6 +93,12 @@ export interface RealtimeDeps {
    * (a test without a registry), none: no tenant has callbacks.
    */
   callbacksSource?: CallbacksSource;
+  /**
+   * Where a tenant's wanted webhook events are asked for on first use (#32);
+   * default: the registry's TenantFeed.TenantWebhooks, or, when `channelRules`
+   * is injected (a test without a registry), none: every event is recorded.
+   */
+  webhookInterest?: WebhookInterestSource;
 }
 
 export interface RealtimeServer {
@@ -135,9 +143,14 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     });
   const ownsVerifier = !deps.verifier;
   const verifier = deps.verifier ?? createVerifierClient({ address: config.verifierAddr, internalToken: config.internalToken, deadlineMs: config.verifyDeadlineMs, logger });
-  // Webhook events (#32): member events from the presence store, occupancy and users' connections from two stores of the same kind.
-  const memberEvents = WebhookTransitions.memberEvents(config.redis, config.webhookEvents, deps.webhookEvents);
-  const transitions = memberEvents && new WebhookTransitions(config.redis, { ttlMs: config.presenceTtlMs, scheduler, logger, sink: deps.webhookEvents });
+  // Webhook events (#32): member events from the presence store, occupancy and users' connections from two stores of the same kind,
+  // recorded only for tenants whose enabled endpoints want them (learned through the tenant feed; counted for every tenant).
+  const detecting = WebhookTransitions.detects(config.redis, config.webhookEvents, deps.webhookEvents);
+  const ownsWebhookSource = detecting && !deps.webhookInterest && !deps.channelRules;
+  const webhookSource = !detecting ? undefined : (deps.webhookInterest ?? (deps.channelRules ? undefined : new RegistryWebhooksClient({ address: config.tenantFeed.registryAddr, internalToken: config.internalToken, deadlineMs: RULES_DEADLINE_MS })));
+  const webhookInterest = webhookSource && new WebhookInterest({ source: webhookSource, feed, logger });
+  const memberEvents = WebhookTransitions.memberEvents(config.redis, config.webhookEvents, deps.webhookEvents, webhookInterest?.wants);
+  const transitions = memberEvents && new WebhookTransitions(config.redis, { ttlMs: config.presenceTtlMs, scheduler, logger, sink: deps.webhookEvents, ...(webhookInterest && { wants: webhookInterest.wants }) });
   const registry = new ConnectionRegistry(verifier, metrics, feed, transitions);
   // Not current past its lease, this instance vouches for none of its connections: it closes them (1013) and takes none.
   const cutoff = new FeedCutoff({ isCurrent: () => feed.isCurrent(), registry, logger });
@@ -265,7 +278,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   });
   // WebSockets keep their socket, so they count toward the caps for as long as they are open.
   guardConnections(server, config.connectionLimits, logger);
-  const upgrade = traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, tenantConnections, limits, refusals, accept }));
+  const upgrade = traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, tenantConnections, limits, refusals, accept, ...(webhookInterest && { webhookInterest }) }));
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (cutoff.serving()) return upgrade(req, socket, head);
     // Cut off from the tenant feed: refused before any token is looked at (the client retries, elsewhere).
@@ -309,6 +322,11 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
         unsubscribers.push(feed.onReset(() => callbackSettings.onReset()));
         unsubscribers.push(feed.onReset(() => callbacks.onReset()));
       }
+      // Webhooks (#32): the event types a tenant's enabled endpoints want, in force before the change counts as applied.
+      if (webhookInterest) {
+        unsubscribers.push(feed.subscribe((e) => webhookInterest.onEvent(e)));
+        unsubscribers.push(feed.onReset(() => webhookInterest.onReset()));
+      }
       // Revocations must reach this instance from its first connection on; a
       // feed or bus that is not there yet is reported by /readyz, and until the
       // feed is current no publish is acknowledged.
@@ -340,6 +358,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
       await Promise.all([tenantConnections.close(), presence.close(), tenantPublishes.close(), transitions?.close()]);
       if (ownsLimitsSource) limitsSource?.close();
       if (ownsCallbacksSource) callbacksSource?.close();
+      if (ownsWebhookSource) webhookSource?.close();
       await callbackTransport?.close();
       // The final flush: every connection is closed (its time counted), the registry still answers (it stops after realtime).
       await usage?.stop();

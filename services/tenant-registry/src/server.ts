@@ -213,8 +213,8 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         const usage = new UsageStore(db, deps.clock ?? systemClock);
         const files = config.consoleDir === undefined ? undefined : readConsoleFiles(config.consoleDir);
         if (config.consoleDir !== undefined && !files) logger.warn({ console_dir: config.consoleDir }, 'operator console not built: /console/ answers 404 (npm run build -w @service-relay/console)');
-        const webhookStore = new WebhookStore(db);
-        const webhooks = new WebhooksAdmin(webhookStore, crypto, deps.clock ?? systemClock, config.webhooks.allowHttp);
+        const webhookStore = new WebhookStore(db, store.feed);
+        const webhooks = new WebhooksAdmin(webhookStore, crypto, deps.clock ?? systemClock, config.webhooks.allowHttp, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds));
         sender = new WebhookSender({
           store: webhookStore,
           source: createWebhookEventSource(config.redis, deps.webhookEvents, logger),
@@ -254,7 +254,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         addKeyService(rpc, store, config.acceptedInternalTokens, metrics, logger);
         addUsageService(rpc, usage, config.acceptedInternalTokens, metrics, logger);
         const p = propagation;
-        addFeedService(rpc, new FeedAnswers(store.feed, mirror, () => p.progressed(), logger), store.channelRules, config.acceptedInternalTokens, metrics, logger, store.limits, store.callbacks);
+        addFeedService(rpc, new FeedAnswers(store.feed, mirror, () => p.progressed(), logger), store.channelRules, config.acceptedInternalTokens, metrics, logger, store.limits, store.callbacks, webhookStore);
         health = new HealthService([REGISTRY_KEYS_SERVICE, REGISTRY_FEED_SERVICE]);
         health.addTo(rpc);
         grpcPort = await bindServer(rpc, grpcAddress(config.grpcHost, config.grpcPort));

@@ -711,7 +711,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Switch the endpoint off (its queue is kept, paused) */
+        /** Switch the endpoint off (its queue is kept, paused; nothing that happens meanwhile is recorded for it) */
         post: operations["disableWebhook"];
         delete?: never;
         options?: never;
@@ -843,7 +843,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Switch the endpoint off (its queue is kept, paused) */
+        /** Switch the endpoint off (its queue is kept, paused; nothing that happens meanwhile is recorded for it) */
         post: operations["disableWebhookAsHost"];
         delete?: never;
         options?: never;
@@ -1107,6 +1107,16 @@ export interface components {
         CallbacksNotPropagated: {
             errors: "change_not_propagated"[];
             callbacks: components["schemas"]["CallbacksView"];
+            pending_consumers?: components["schemas"]["ChangeNotPropagated"]["pending_consumers"];
+        };
+        WebhookNotPropagated: {
+            errors: "change_not_propagated"[];
+            /** @description What the call answers when confirmed: the created endpoint with its signing_secret, the endpoint switched on or off, or the deletion */
+            webhook: components["schemas"]["WebhookEndpointWithSecret"] | components["schemas"]["WebhookEndpoint"] | {
+                endpoint_id: string;
+                /** @constant */
+                deleted: true;
+            };
             pending_consumers?: components["schemas"]["ChangeNotPropagated"]["pending_consumers"];
         };
         ErrorInvalidCallbacks: {
@@ -1694,6 +1704,17 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["CallbacksNotPropagated"] | components["schemas"]["ErrorUnavailable"];
+            };
+        };
+        /** @description `change_not_propagated` (with `Retry-After: 1`): committed (the body has the answer under `webhook`, with the `signing_secret` of a created endpoint, shown only there) but the change of the event types the tenant wants is not confirmed in force on every realtime instance; repeat the call (for a create: read the endpoint list, not a second create) to confirm. `unavailable`: PostgreSQL could not be reached; nothing changed. */
+        WebhookNotPropagatedOrUnavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["CacheControlNoStore"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["WebhookNotPropagated"] | components["schemas"]["ErrorUnavailable"];
             };
         };
         /** @description `change_not_propagated` (with `Retry-After: 1`): committed (the body has it under `limits` or `plan`) but not confirmed in force everywhere; repeat the call to confirm. `unavailable`: PostgreSQL could not be reached; nothing changed. */
@@ -3628,7 +3649,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["AdminInternal"];
-            503: components["responses"]["AdminUnavailable"];
+            503: components["responses"]["WebhookNotPropagatedOrUnavailable"];
         };
     };
     getWebhook: {
@@ -3742,7 +3763,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["AdminInternal"];
-            503: components["responses"]["AdminUnavailable"];
+            503: components["responses"]["WebhookNotPropagatedOrUnavailable"];
         };
     };
     enableWebhook: {
@@ -3797,7 +3818,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["AdminInternal"];
-            503: components["responses"]["AdminUnavailable"];
+            503: components["responses"]["WebhookNotPropagatedOrUnavailable"];
         };
     };
     disableWebhook: {
@@ -3852,7 +3873,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["AdminInternal"];
-            503: components["responses"]["AdminUnavailable"];
+            503: components["responses"]["WebhookNotPropagatedOrUnavailable"];
         };
     };
     rotateWebhookSecret: {
@@ -4078,7 +4099,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["AdminInternal"];
-            503: components["responses"]["AdminUnavailable"];
+            503: components["responses"]["WebhookNotPropagatedOrUnavailable"];
         };
     };
     getWebhookAsHost: {
@@ -4192,7 +4213,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["AdminInternal"];
-            503: components["responses"]["AdminUnavailable"];
+            503: components["responses"]["WebhookNotPropagatedOrUnavailable"];
         };
     };
     enableWebhookAsHost: {
@@ -4247,7 +4268,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["AdminInternal"];
-            503: components["responses"]["AdminUnavailable"];
+            503: components["responses"]["WebhookNotPropagatedOrUnavailable"];
         };
     };
     disableWebhookAsHost: {
@@ -4302,7 +4323,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["AdminInternal"];
-            503: components["responses"]["AdminUnavailable"];
+            503: components["responses"]["WebhookNotPropagatedOrUnavailable"];
         };
     };
     rotateWebhookSecretAsHost: {

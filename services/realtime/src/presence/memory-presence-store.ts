@@ -25,7 +25,7 @@ export class MemoryPresenceStore implements PresenceStore {
 
   private webhook(kind: 'join' | 'leave', ref: ChannelRef, userId: string, dataJson?: string): void {
     const w = this.webhooks;
-    if (!w) return;
+    if (!w || (w.wants && !w.wants(ref.tenantId, w.names[kind]))) return;
     w.sink({
       type: w.names[kind],
       tenantId: ref.tenantId,

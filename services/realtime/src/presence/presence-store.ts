@@ -1,4 +1,4 @@
-import type { TransitionNames } from '@service-relay/webhook-events';
+import type { TransitionNames, WebhookEventType } from '@service-relay/webhook-events';
 import type { ChannelRef } from '../messaging/message';
 
 /**
@@ -13,6 +13,12 @@ export interface PresenceWebhooks {
   withChannel: boolean;
   /** The event names the user (false for occupancy's one pseudo-user). */
   withUser: boolean;
+  /**
+   * Whether the tenant wants this event recorded (an enabled endpoint wants
+   * its type), asked at each join and leave; absent: every event. The counts
+   * change either way: only the recording is skipped.
+   */
+  wants?: (tenantId: string, type: WebhookEventType) => boolean;
 }
 
 /** One present user of a channel: several connections of one user are one member. */

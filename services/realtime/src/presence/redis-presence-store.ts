@@ -308,10 +308,10 @@ export class RedisPresenceStore implements PresenceStore {
     return left;
   }
 
-  /** The scripts' webhook arguments for a join or a leave on `ref` (none without webhooks). */
+  /** The scripts' webhook arguments for a join or a leave on `ref` (none without webhooks, or when the tenant does not want the event). */
   private emit(kind: 'join' | 'leave', ref: ChannelRef): EmitArgs {
     const w = this.opts.webhooks;
-    if (!w) return [];
+    if (!w || (w.wants && !w.wants(ref.tenantId, w.names[kind]))) return [];
     return [w.stream, w.names[kind], ref.tenantId, w.withChannel ? ref.channel : '', w.withUser ? '1' : '0', this.opts.scheduler.now()];
   }
 

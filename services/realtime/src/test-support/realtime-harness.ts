@@ -14,6 +14,8 @@ import { createServer, type RealtimeServer } from '../server';
 import type { ChannelRulesSource } from '../authz/channel-rules-source';
 import type { TenantConnections } from '../limits/tenant-connections';
 import type { LimitsSource } from '../limits/tenant-limits-cache';
+import type { WebhookEventSink } from '@service-relay/webhook-events';
+import type { WebhookInterestSource } from '../webhooks/webhook-interest';
 import { MemoryRulesSource } from './memory-rules-source';
 
 export const TEST_INTERNAL_TOKEN = 'realtime-internal-token-for-tests-0123456789';
@@ -46,6 +48,10 @@ export interface InstanceOptions {
   tenantConnections?: TenantConnections;
   /** The tenants' limits as the registry would answer them (#30); default: none (every tenant has the environment's). */
   limitsSource?: LimitsSource;
+  /** Where webhook events go without Redis (#32); default: none (nothing detected). */
+  webhookEvents?: WebhookEventSink;
+  /** The tenants' wanted webhook events as the registry would answer them; default: none (every event recorded). */
+  webhookInterest?: WebhookInterestSource;
 }
 
 /** One realtime server on port 0 in front of a fake verifier. */
@@ -69,6 +75,8 @@ export async function startRealtime(opts: InstanceOptions): Promise<RealtimeInst
     ...(opts.pingIntervalMs && { pingIntervalMs: opts.pingIntervalMs }),
     ...(opts.tenantConnections && { tenantConnections: opts.tenantConnections }),
     ...(opts.limitsSource && { limitsSource: opts.limitsSource }),
+    ...(opts.webhookEvents && { webhookEvents: opts.webhookEvents }),
+    ...(opts.webhookInterest && { webhookInterest: opts.webhookInterest }),
     channelRules: opts.channelRules ?? new MemoryRulesSource(),
   });
   await server.start();

@@ -20,6 +20,8 @@ export interface TransitionOptions {
   logger: Logger;
   /** The embedded default's hand-over to the registry's sender (no Redis). */
   sink: WebhookEventSink | undefined;
+  /** Whether a tenant wants an event recorded (WebhookInterest); absent: every event. */
+  wants?: PresenceWebhooks['wants'];
 }
 
 /**
@@ -32,6 +34,9 @@ export interface TransitionOptions {
  * and a dead instance's share is swept within the presence bound.
  * Store calls are not awaited by subscribers or connections: an event that
  * could not be recorded (Redis down) is lost and logged, never a refusal.
+ * The counts are kept for every tenant; an event is recorded only when the
+ * tenant wants it (`wants`), so an endpoint added later gets correct
+ * vacated/removed/disconnected events for what was already there.
  */
 export class WebhookTransitions {
   private readonly occupancy: PresenceStore;
@@ -44,14 +49,25 @@ export class WebhookTransitions {
     private readonly opts: TransitionOptions,
   ) {
     const common = { ttlMs: opts.ttlMs, scheduler: opts.scheduler, logger: opts.logger };
-    this.occupancy = createPresenceStore(redis, { ...common, keyPrefix: 'wh-occupancy:', webhooks: { ...OCCUPANCY_EVENTS, sink: opts.sink } });
-    this.users = createPresenceStore(redis, { ...common, keyPrefix: 'wh-users:', webhooks: { ...CONNECTION_EVENTS, sink: opts.sink } });
+    const wants = opts.wants && { wants: opts.wants };
+    this.occupancy = createPresenceStore(redis, { ...common, keyPrefix: 'wh-occupancy:', webhooks: { ...OCCUPANCY_EVENTS, ...wants, sink: opts.sink } });
+    this.users = createPresenceStore(redis, { ...common, keyPrefix: 'wh-users:', webhooks: { ...CONNECTION_EVENTS, ...wants, sink: opts.sink } });
   }
 
   /** The member events' settings for the presence store, or none when webhook events are off or impossible here. */
-  static memberEvents(redis: Readonly<RedisSettings>, enabled: boolean, sink: WebhookEventSink | undefined): (PresenceWebhooks & { sink: WebhookEventSink | undefined }) | undefined {
-    if (!enabled || !webhookEventsPossible(redis) || (redis.url === undefined && sink === undefined)) return undefined;
-    return { ...MEMBER_EVENTS, sink };
+  static memberEvents(
+    redis: Readonly<RedisSettings>,
+    enabled: boolean,
+    sink: WebhookEventSink | undefined,
+    wants: PresenceWebhooks['wants'],
+  ): (PresenceWebhooks & { sink: WebhookEventSink | undefined }) | undefined {
+    if (!WebhookTransitions.detects(redis, enabled, sink)) return undefined;
+    return { ...MEMBER_EVENTS, ...(wants && { wants }), sink };
+  }
+
+  /** Whether this instance detects webhook events at all: WEBHOOK_EVENTS on, not on a Redis Cluster, and somewhere to put them. */
+  static detects(redis: Readonly<RedisSettings>, enabled: boolean, sink: WebhookEventSink | undefined): boolean {
+    return enabled && webhookEventsPossible(redis) && (redis.url !== undefined || sink !== undefined);
   }
 
   /** This instance's first local subscriber of the channel. */

@@ -28,6 +28,8 @@ export interface UpgradeOptions {
   limits?: TenantLimitsView;
   /** Told of every refusal by the tenant connection limit. */
   refusals?: TenantRefusals;
+  /** Which webhook events the tenant wants (#32): asked for beside its limits, so a connection's first events are decided on the answer. */
+  webhookInterest?: { load(tenantId: string): void | Promise<unknown> };
   /** `slot` is the tenant connection slot the connection must release when its socket closes; `batch`: the batch frames the client asked for. */
   accept(ws: WebSocket, identity: VerifiedIdentity, token: string, slot: TenantSlot, batch: BatchMode): void;
 }
@@ -112,13 +114,18 @@ export function createUpgradeHandler(opts: UpgradeOptions): (req: IncomingMessag
 const UNLIMITED: Admission = { ok: true, slot: { release: () => {} } };
 
 async function admit(opts: UpgradeOptions, tenantId: string): Promise<Admission> {
-  if (!opts.tenantConnections) return UNLIMITED;
+  if (!opts.tenantConnections) {
+    await opts.webhookInterest?.load(tenantId);
+    return UNLIMITED;
+  }
   const counter = opts.tenantConnections;
-  // The tenant's own limit (#30); its lookup never rejects (the defaults when the registry cannot answer).
+  // The tenant's own limit (#30) and which webhook events it wants (#32): both normally held
+  // (nothing to await), neither rejects (the defaults, or every event, when the registry cannot answer).
   const limits = opts.limits?.load(tenantId);
-  const limit = limits === undefined ? undefined : (limits instanceof Promise ? await limits : limits).max_connections;
+  const interest = opts.webhookInterest?.load(tenantId);
+  const own = limits instanceof Promise || interest ? (await Promise.all([limits, interest]))[0] : limits;
   // The drivers answer every failure themselves (docs/OPERATIONS.md "Limits"); anything else fails open too.
-  return counter.acquire(tenantId, limit).catch((): Admission => UNLIMITED);
+  return counter.acquire(tenantId, own?.max_connections).catch((): Admission => UNLIMITED);
 }
 
 /**

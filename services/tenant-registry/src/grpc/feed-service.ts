@@ -15,8 +15,11 @@ import {
   type TenantLimitsResponse,
   type TenantCallbacksRequest,
   type TenantCallbacksResponse,
+  type TenantWebhooksRequest,
+  type TenantWebhooksResponse,
 } from '@service-relay/grpc';
 import type { CallbacksStore } from '../store/callbacks-store';
+import type { WebhookStore } from '../store/webhook-store';
 import type { LimitsStore } from '../store/limits-store';
 import type { RegistryMetrics } from '../metrics';
 import type { ChannelRulesStore } from '../store/channel-rules-store';
@@ -45,6 +48,8 @@ export function addFeedService(
   limits?: LimitsStore,
   /** TenantCallbacks (#32); absent, it answers unavailable (realtime then refuses what would ask the host). */
   callbacks?: CallbacksStore,
+  /** TenantWebhooks (#32); absent, it answers unavailable (realtime then records every event of the tenant). */
+  webhooks?: WebhookStore,
 ): void {
   server.addService(serviceDefinition(REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE), {
     ChangesSince: (call: grpc.ServerUnaryCall<ChangesSinceRequest, ChangesSinceResponse>, callback: grpc.sendUnaryData<ChangesSinceResponse>) => {
@@ -138,6 +143,22 @@ export function addFeedService(
           ),
         (err: unknown) => {
           logger.warn({ err: (err as Error).message, tenant_id: isCanonicalUuid(tenantId) ? tenantId : undefined }, 'TenantCallbacks failed');
+          callback(grpcError('unavailable'));
+        },
+      );
+    },
+    TenantWebhooks: (call: grpc.ServerUnaryCall<TenantWebhooksRequest, TenantWebhooksResponse>, callback: grpc.sendUnaryData<TenantWebhooksResponse>) => {
+      if (!hasInternalToken(call.metadata, acceptedTokens)) {
+        metrics.rulesCall('unauthenticated');
+        callback(grpcError('invalid_internal_token'));
+        return;
+      }
+      const tenantId = call.request.tenant_id;
+      if (!webhooks) return callback(grpcError('unavailable'));
+      webhooks.interest(tenantId).then(
+        (s) => callback(null, s ? { found: true, events: s.events, version: s.version, as_of_seq: s.asOfSeq } : { found: false, events: [], version: 0, as_of_seq: 0 }),
+        (err: unknown) => {
+          logger.warn({ err: (err as Error).message, tenant_id: isCanonicalUuid(tenantId) ? tenantId : undefined }, 'TenantWebhooks failed');
           callback(grpcError('unavailable'));
         },
       );

@@ -322,6 +322,38 @@ describe('host server API: user actions', () => {
     }
   });
 
+  it('webhooks (#32): a write that changes the events wanted waits for every consumer (503 change_not_propagated with what was committed); one that changes nothing does not', async () => {
+    const t = await create();
+    const endpoint = (events: string[]) => JSON.stringify({ url: 'https://example.com/hook', events });
+    expect((await host('POST', t.tenant_id, 'webhooks', { authorization: basic(t), body: endpoint(['member_added']) })).status).toBe(201);
+    const stuck = await reg.consumer(5000);
+    const changes: unknown[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    stuck.subscribe(async (e) => {
+      if (e.tenant_id !== t.tenant_id || e.kind !== 'webhooks') return;
+      changes.push(e.detail);
+      await released;
+    });
+    try {
+      // Nothing new wanted: no change, nothing to wait for.
+      expect((await host('POST', t.tenant_id, 'webhooks', { authorization: basic(t), body: endpoint(['member_added']) })).status).toBe(201);
+      const more = await host('POST', t.tenant_id, 'webhooks', { authorization: basic(t), body: endpoint(['user_connected']) });
+      expect(more.status).toBe(503);
+      expect(more.headers.get('retry-after')).toBe('1');
+      const body = (await more.json()) as { errors: string[]; webhook: { endpoint_id: string; events: string[]; enabled: boolean; signing_secret: string } };
+      expect(body).toMatchObject({ errors: ['change_not_propagated'], webhook: { events: ['user_connected'], enabled: true, signing_secret: expect.stringMatching(/^whsec_/) } });
+      // The admin API says the same when switching that one off, and names who is behind.
+      const off = await reg.admin('POST', `/admin/tenants/${t.tenant_id}/webhooks/${body.webhook.endpoint_id}/disable`);
+      expect(off.status).toBe(503);
+      expect(await off.json()).toMatchObject({ errors: ['change_not_propagated'], webhook: { endpoint_id: body.webhook.endpoint_id, enabled: false }, pending_consumers: [{ consumer_id: stuck.consumerId }] });
+    } finally {
+      release();
+      stuck.close();
+    }
+    expect(changes[0]).toEqual({ webhook_events: ['member_added', 'user_connected'], webhooks_version: 2 });
+  });
+
   it('hands the revocations to verifiers with the keys (GetTenantKeys reads them in the same snapshot)', async () => {
     const Keys = clientConstructor(REGISTRY_KEYS_PROTO, REGISTRY_KEYS_SERVICE);
     const client = new Keys(`127.0.0.1:${reg.server.grpcPort}`, grpc.credentials.createInsecure()) as unknown as KeysClient;

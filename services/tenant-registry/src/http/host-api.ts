@@ -177,7 +177,7 @@ async function webhooks(deps: HostApiDeps, req: Request, res: Response, tenantId
   if (body === NOT_READ) return;
   const a = await webhookCall(deps.webhooks!, tenantId, req.method, rest, body, req.query);
   if (!a) return sendError(res, 'not_found', NO_STORE);
-  sendJson(res, a.status, a.body, { ...NO_STORE, ...(a.allow && { allow: a.allow }) });
+  sendJson(res, a.status, a.body, { ...NO_STORE, ...(a.allow && { allow: a.allow }), ...(a.notPropagated && { 'retry-after': '1' }) });
 }
 
 /** realtime's answer as it is: its contract errors (413, 400, 503) are the host's too. */

@@ -3,6 +3,7 @@ import { errorBody, httpStatusFor, isCanonicalUuid, RelayError, type ErrorCode }
 import type { AttemptRow } from '../store/webhook-store';
 import { MAX_ENDPOINTS_PER_TENANT } from '../store/webhook-store';
 import type { EndpointWithStatus, WebhooksAdmin } from '../webhooks/webhooks-admin';
+import type { PropagationResult } from '../tenants/propagation';
 
 export interface WebhookAnswer {
   status: number;
@@ -10,6 +11,8 @@ export interface WebhookAnswer {
   /** The error code, for the audit log. */
   error?: ErrorCode;
   allow?: string;
+  /** A committed change not confirmed in force everywhere (503 change_not_propagated): what was committed, and who is behind. */
+  notPropagated?: { committed: Record<string, unknown>; propagation: PropagationResult };
 }
 
 /** The audit action of a webhook call (`…/webhooks[/{id}[/…]]`), from its method and the path after the tenant. */
@@ -42,7 +45,7 @@ export async function webhookCall(admin: WebhooksAdmin, tenantId: string, method
     if (out === undefined) return fail('tenant_not_found');
     if (out === 'too_many') return fail('too_many_webhooks', `a tenant has at most ${MAX_ENDPOINTS_PER_TENANT} webhook endpoints`);
     if ('code' in out) return fail(out.code, out.problem);
-    return { status: 201, body: { ...endpointView(out.endpoint), signing_secret: out.secret } };
+    return inForce(201, { ...endpointView(out.endpoint), signing_secret: out.secret }, out.propagation);
   }
   if (!isCanonicalUuid(id)) return fail('webhook_not_found');
   const sub = tail.join('/');
@@ -52,12 +55,13 @@ export async function webhookCall(admin: WebhooksAdmin, tenantId: string, method
       return e ? { status: 200, body: endpointView(e) } : fail('webhook_not_found');
     }
     if (m !== 'DELETE') return notAllowed('GET, DELETE');
-    return (await admin.remove(tenantId, id)) ? { status: 200, body: { endpoint_id: id, deleted: true } } : fail('webhook_not_found');
+    const out = await admin.remove(tenantId, id);
+    return out ? inForce(200, { endpoint_id: id, deleted: true }, out.propagation) : fail('webhook_not_found');
   }
   if (sub === 'enable' || sub === 'disable') {
     if (m !== 'POST') return notAllowed('POST');
-    const e = await admin.setEnabled(tenantId, id, sub === 'enable');
-    return e ? { status: 200, body: endpointView(e) } : fail('webhook_not_found');
+    const out = await admin.setEnabled(tenantId, id, sub === 'enable');
+    return out ? inForce(200, endpointView(out.endpoint), out.propagation) : fail('webhook_not_found');
   }
   if (sub === 'secret/rotate') {
     if (m !== 'POST') return notAllowed('POST');
@@ -98,7 +102,10 @@ export function adminWebhookRoutes(
     const a = await webhookCall(deps.webhooks, tenantId, req.method, rest, deps.optionalJsonBody(req), req.query);
     if (!a) return next();
     res.locals.route = webhookAction(req.method, rest);
-    await deps.answer(req, res, a.status, a.body, a.allow ? { allow: a.allow } : {}, a.error);
+    // The admin API also names the consumers still behind, as for every change it waits for.
+    const n = a.notPropagated;
+    const body = n ? errorBody('change_not_propagated', { webhook: n.committed, pending_consumers: n.propagation.pending.map((c) => ({ consumer_id: c.consumerId, kind: c.kind, applied_seq: c.appliedSeq })) }) : a.body;
+    await deps.answer(req, res, a.status, body, { ...(a.allow && { allow: a.allow }), ...(a.notPropagated && { 'retry-after': '1' }) }, a.error);
   });
 }
 
@@ -132,6 +139,16 @@ function attemptView(a: AttemptRow): Record<string, unknown> {
     latency_ms: a.latencyMs,
     next_attempt_at: a.nextAttemptAt?.toISOString() ?? null,
   };
+}
+
+/**
+ * The committed answer, or, when the change it made is not confirmed in
+ * force on every consumer, 503 change_not_propagated with that same answer
+ * under `webhook` (a new signing secret included: it is shown only here).
+ */
+function inForce(status: number, body: Record<string, unknown>, p: PropagationResult): WebhookAnswer {
+  if (p.confirmed) return { status, body };
+  return { status: httpStatusFor('change_not_propagated'), body: errorBody('change_not_propagated', { webhook: body }), error: 'change_not_propagated', notPropagated: { committed: body, propagation: p } };
 }
 
 function fail(code: ErrorCode, problem?: string): WebhookAnswer {

@@ -53,7 +53,7 @@ export function tenantDeletionContract(driver: string, makeHarness: () => Promis
         await store.callbacks.set(t, CALLBACKS);
         const hourMs = clock.now() - (clock.now() % 3_600_000);
         // Webhooks (#32): an endpoint, a queued event and an attempt in its log.
-        const hooks = new WebhookStore(db);
+        const hooks = new WebhookStore(db, store.feed);
         const endpointId = randomUUID();
         await hooks.create({ endpointId, tenantId: t, url: 'https://example.com/hook', events: ['member_added'], secret: 'sealed', now: new Date(clock.now()) });
         await hooks.enqueue([{ endpointId, tenantId: t, eventId: randomUUID(), event: { type: 'member_added' }, createdAt: new Date(clock.now()) }], undefined);

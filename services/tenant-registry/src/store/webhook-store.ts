@@ -1,4 +1,8 @@
+import { isCanonicalUuid } from '@service-relay/core';
+import { WEBHOOK_EVENT_TYPES } from '@service-relay/webhook-events';
 import type { Db, Queryable } from '../db/db';
+import type { CommittedChangeEvent, TenantChangeEvent } from '../tenants/tenant';
+import type { FeedStore } from './feed-store';
 
 /** At most this many endpoints per tenant. */
 export const MAX_ENDPOINTS_PER_TENANT = 10;
@@ -48,24 +52,85 @@ export interface NewDelivery {
   createdAt: Date;
 }
 
-/** Webhook endpoints, their durable delivery queues and logs, the sender's lease and stream position (migration 011). */
+/** The event types a tenant's enabled endpoints want (realtime records only these), with their version. */
+export interface WebhookInterest {
+  /** Sorted, each once; empty when no enabled endpoint wants anything. */
+  events: string[];
+  /** Per tenant, only ever growing; 0 while the set never changed. */
+  version: number;
+}
+
+/** What TenantFeed.TenantWebhooks answers: the interest and, read in the same statement, the feed sequence. */
+export interface WebhookInterestSnapshot extends WebhookInterest {
+  asOfSeq: number;
+}
+
+/** An endpoint write and, when it moved the tenant's interest, the `webhooks` change it recorded. */
+export interface EndpointChange<T> {
+  result: T;
+  change?: CommittedChangeEvent;
+}
+
+interface LockedTenant {
+  version: string | number;
+  webhooks_version: string | number;
+}
+
+/**
+ * Webhook endpoints, their durable delivery queues and logs, the sender's
+ * lease and stream position (migrations 013, 015). A write that changes which
+ * event types the tenant's enabled endpoints want (create, delete, switch on
+ * or off) locks the tenant row like every tenant mutation and records a
+ * `webhooks` feed change carrying the new set, in its transaction: realtime
+ * records a tenant's events only for those types, and the admin call waits
+ * until every instance applied it.
+ */
 export class WebhookStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly feed: FeedStore,
+  ) {}
 
   /** Undefined when the tenant does not exist (or is deleted); 'too_many' past MAX_ENDPOINTS_PER_TENANT. */
-  async create(row: { endpointId: string; tenantId: string; url: string; events: string[]; secret: string; now: Date }): Promise<WebhookEndpointRow | 'too_many' | undefined> {
+  async create(row: { endpointId: string; tenantId: string; url: string; events: string[]; secret: string; now: Date }): Promise<EndpointChange<WebhookEndpointRow> | 'too_many' | undefined> {
     return this.db.transaction(async (tx) => {
-      const [tenant] = await tx.query('SELECT 1 FROM tenants WHERE tenant_id = $1 AND deleted_at IS NULL FOR UPDATE', [row.tenantId]);
+      const tenant = await lockTenant(tx, row.tenantId);
       if (!tenant) return undefined;
       const [count] = await tx.query<{ n: string | number }>('SELECT count(*) AS n FROM webhook_endpoints WHERE tenant_id = $1', [row.tenantId]);
       if (Number(count!.n) >= MAX_ENDPOINTS_PER_TENANT) return 'too_many';
+      const before = await interestOf(tx, row.tenantId);
       const [created] = await tx.query<Record<string, unknown>>(
         `INSERT INTO webhook_endpoints (endpoint_id, tenant_id, url, events, enabled, secret, created_at, updated_at)
          VALUES ($1, $2, $3, $4::jsonb, true, $5, $6, $6) RETURNING *`,
         [row.endpointId, row.tenantId, row.url, JSON.stringify(row.events), row.secret, row.now.toISOString()],
       );
-      return toEndpoint(created!);
+      return this.withChange(tx, row.tenantId, tenant, before, toEndpoint(created!));
     });
+  }
+
+  /** The event types the tenant's enabled endpoints want, its version and the feed sequence, in one statement; undefined for no such tenant. */
+  async interest(tenantId: string): Promise<WebhookInterestSnapshot | undefined> {
+    if (!isCanonicalUuid(tenantId)) return undefined;
+    const [row] = await this.db.query<{ webhooks_version: string | number; as_of_seq: string | number; events: unknown }>(
+      `SELECT t.webhooks_version, (SELECT seq FROM feed_state WHERE id = 1) AS as_of_seq,
+              (SELECT coalesce(jsonb_agg(e.events), '[]'::jsonb) FROM webhook_endpoints e WHERE e.tenant_id = t.tenant_id AND e.enabled) AS events
+         FROM tenants t WHERE t.tenant_id = $1 AND t.deleted_at IS NULL`,
+      [tenantId],
+    );
+    if (!row) return undefined;
+    const lists = (typeof row.events === 'string' ? JSON.parse(row.events) : row.events) as string[][];
+    return { events: unionOf(lists), version: Number(row.webhooks_version), asOfSeq: Number(row.as_of_seq) };
+  }
+
+  /** Records a `webhooks` change when the write moved the tenant's interest (inside its transaction, the tenant row locked). */
+  private async withChange<T>(tx: Queryable, tenantId: string, tenant: LockedTenant, before: string[], result: T): Promise<EndpointChange<T>> {
+    const after = await interestOf(tx, tenantId);
+    if (after.join() === before.join()) return { result };
+    const version = Number(tenant.webhooks_version) + 1;
+    await tx.query('UPDATE tenants SET webhooks_version = $2 WHERE tenant_id = $1', [tenantId, version]);
+    const event: TenantChangeEvent = { kind: 'webhooks', version: Number(tenant.version), revokedKeyVersions: [], detail: { webhook_events: after, webhooks_version: version } };
+    const seq = await this.feed.record(tx, tenantId, event);
+    return { result, change: { ...event, seq } };
   }
 
   async list(tenantId: string): Promise<WebhookEndpointRow[]> {
@@ -77,18 +142,32 @@ export class WebhookStore {
     return row && toEndpoint(row);
   }
 
-  async remove(tenantId: string, endpointId: string): Promise<boolean> {
-    return (await this.db.query('DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND endpoint_id = $2 RETURNING 1', [tenantId, endpointId])).length > 0;
+  /** Undefined: no such endpoint (or tenant). */
+  async remove(tenantId: string, endpointId: string): Promise<EndpointChange<true> | undefined> {
+    return this.db.transaction(async (tx) => {
+      const tenant = await lockTenant(tx, tenantId);
+      if (!tenant) return undefined;
+      const before = await interestOf(tx, tenantId);
+      const gone = await tx.query('DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND endpoint_id = $2 RETURNING 1', [tenantId, endpointId]);
+      if (gone.length === 0) return undefined;
+      return this.withChange(tx, tenantId, tenant, before, true as const);
+    });
   }
 
   /** The on/off switch; switched on, a waiting retry is due at once. */
-  async setEnabled(tenantId: string, endpointId: string, enabled: boolean, now: Date): Promise<WebhookEndpointRow | undefined> {
-    const [row] = await this.db.query<Record<string, unknown>>(
-      `UPDATE webhook_endpoints SET enabled = $3, updated_at = $4, next_attempt_at = CASE WHEN $3 THEN NULL ELSE next_attempt_at END
-        WHERE tenant_id = $1 AND endpoint_id = $2 RETURNING *`,
-      [tenantId, endpointId, enabled, now.toISOString()],
-    );
-    return row && toEndpoint(row);
+  async setEnabled(tenantId: string, endpointId: string, enabled: boolean, now: Date): Promise<EndpointChange<WebhookEndpointRow> | undefined> {
+    return this.db.transaction(async (tx) => {
+      const tenant = await lockTenant(tx, tenantId);
+      if (!tenant) return undefined;
+      const before = await interestOf(tx, tenantId);
+      const [row] = await tx.query<Record<string, unknown>>(
+        `UPDATE webhook_endpoints SET enabled = $3, updated_at = $4, next_attempt_at = CASE WHEN $3 THEN NULL ELSE next_attempt_at END
+          WHERE tenant_id = $1 AND endpoint_id = $2 RETURNING *`,
+        [tenantId, endpointId, enabled, now.toISOString()],
+      );
+      if (!row) return undefined;
+      return this.withChange(tx, tenantId, tenant, before, toEndpoint(row));
+    });
   }
 
   /** The new secret signs from now on; the old one is sent beside it until `previousUntil`. */
@@ -106,7 +185,7 @@ export class WebhookStore {
     });
   }
 
-  /** Endpoints of these tenants, switched on or off (the sender's routing: an endpoint switched off keeps its queue, paused). */
+  /** Endpoints of these tenants, switched on or off (the sender routes to those switched on). */
   async endpointsOf(tenantIds: readonly string[]): Promise<WebhookEndpointRow[]> {
     if (tenantIds.length === 0) return [];
     return (await this.db.query<Record<string, unknown>>('SELECT * FROM webhook_endpoints WHERE tenant_id = ANY($1::uuid[])', [tenantIds])).map(toEndpoint);
@@ -215,6 +294,24 @@ export class WebhookStore {
   async release(holder: string): Promise<void> {
     await this.db.query('DELETE FROM webhook_sender_lease WHERE id = 1 AND holder = $1', [holder]);
   }
+}
+
+/** Locks the tenant row (serializing with every tenant mutation and its feed record); undefined when it does not exist or is deleted. */
+async function lockTenant(tx: Queryable, tenantId: string): Promise<LockedTenant | undefined> {
+  if (!isCanonicalUuid(tenantId)) return undefined;
+  const [row] = await tx.query<LockedTenant>('SELECT version, webhooks_version FROM tenants WHERE tenant_id = $1 AND deleted_at IS NULL FOR UPDATE', [tenantId]);
+  return row;
+}
+
+async function interestOf(q: Queryable, tenantId: string): Promise<string[]> {
+  const rows = await q.query<{ events: unknown }>('SELECT events FROM webhook_endpoints WHERE tenant_id = $1 AND enabled', [tenantId]);
+  return unionOf(rows.map((r) => (typeof r.events === 'string' ? JSON.parse(r.events) : r.events) as string[]));
+}
+
+/** The union of endpoints' event lists, in WEBHOOK_EVENT_TYPES order (one canonical form for comparing and for the feed). */
+function unionOf(lists: readonly string[][]): string[] {
+  const wanted = new Set(lists.flat());
+  return WEBHOOK_EVENT_TYPES.filter((t) => wanted.has(t));
 }
 
 async function setPosition(tx: Queryable, id: string): Promise<void> {

@@ -167,7 +167,8 @@ export class WebhookSender {
     const deliveries: NewDelivery[] = [];
     let unrouted = 0;
     for (const r of records) {
-      const wanted = (byTenant.get(r.tenantId) ?? []).filter((e) => e.events.includes(r.type));
+      // Switched off, an endpoint keeps what it had queued (paused) and gets nothing new.
+      const wanted = (byTenant.get(r.tenantId) ?? []).filter((e) => e.enabled && e.events.includes(r.type));
       if (wanted.length === 0) unrouted += 1;
       const id = randomUUID();
       const event = eventJson(id, r);

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
-import { newSigningSecret, type Clock } from '@service-relay/core';
+import { newSigningSecret, type Clock, type Logger } from '@service-relay/core';
 import { isWebhookEventType, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '@service-relay/webhook-events';
 import type { TenantCrypto } from '../crypto/tenant-crypto';
-import type { AttemptRow, WebhookEndpointRow, WebhookStore } from '../store/webhook-store';
+import type { AttemptRow, EndpointChange, WebhookEndpointRow, WebhookStore } from '../store/webhook-store';
+import type { Propagation, PropagationResult } from '../tenants/propagation';
 
 const MAX_URL_CHARS = 2048;
 /** A rotation's default overlap: the old secret still signs (beside the new one) this long. */
@@ -16,10 +17,17 @@ export interface EndpointWithStatus extends WebhookEndpointRow {
   queued: number;
 }
 
+/** Every consumer applied the change (or none was needed). */
+const IN_FORCE: PropagationResult = { confirmed: true, pending: [], waitedMs: 0 };
+
 /**
  * Webhook endpoints of a tenant (#32): the one domain behind the admin API,
  * the CLI and the host server API. A secret is returned only by create and
- * rotate; the store keeps it sealed.
+ * rotate; the store keeps it sealed. Create, delete and the on/off switch
+ * answer under the admin guarantee: when they change which event types the
+ * tenant's enabled endpoints want, the call waits until every realtime
+ * instance applied that `webhooks` change (records exactly those from then
+ * on), and says whether it did (`propagation`).
  */
 export class WebhooksAdmin {
   constructor(
@@ -28,17 +36,20 @@ export class WebhooksAdmin {
     private readonly clock: Clock,
     /** WEBHOOK_ALLOW_HTTP. */
     private readonly allowHttp: boolean,
+    private readonly propagation: Propagation,
+    private readonly logger: Logger,
+    private readonly onPropagated: (confirmed: boolean, seconds: number) => void = () => {},
   ) {}
 
   /** `{url, events}`; undefined when the tenant does not exist. */
-  async create(tenantId: string, body: unknown): Promise<{ endpoint: EndpointWithStatus; secret: string } | WebhookProblem | 'too_many' | undefined> {
+  async create(tenantId: string, body: unknown): Promise<{ endpoint: EndpointWithStatus; secret: string; propagation: PropagationResult } | WebhookProblem | 'too_many' | undefined> {
     const input = this.parseCreate(body);
     if ('code' in input) return input;
     const endpointId = randomUUID();
     const secret = newSigningSecret();
-    const row = await this.store.create({ endpointId, tenantId, url: input.url, events: input.events, secret: this.crypto.sealWebhookSecret(endpointId, secret), now: new Date(this.clock.now()) });
-    if (row === undefined || row === 'too_many') return row;
-    return { endpoint: { ...row, queued: 0 }, secret };
+    const out = await this.store.create({ endpointId, tenantId, url: input.url, events: input.events, secret: this.crypto.sealWebhookSecret(endpointId, secret), now: new Date(this.clock.now()) });
+    if (out === undefined || out === 'too_many') return out;
+    return { endpoint: { ...out.result, queued: 0 }, secret, propagation: await this.inForce(tenantId, 'created', out) };
   }
 
   async list(tenantId: string): Promise<EndpointWithStatus[]> {
@@ -51,13 +62,28 @@ export class WebhooksAdmin {
     return row && { ...row, queued: await this.store.queuedCount(endpointId) };
   }
 
-  remove(tenantId: string, endpointId: string): Promise<boolean> {
-    return this.store.remove(tenantId, endpointId);
+  /** Undefined: no such endpoint. */
+  async remove(tenantId: string, endpointId: string): Promise<{ propagation: PropagationResult } | undefined> {
+    const out = await this.store.remove(tenantId, endpointId);
+    return out && { propagation: await this.inForce(tenantId, 'deleted', out) };
   }
 
-  async setEnabled(tenantId: string, endpointId: string, enabled: boolean): Promise<EndpointWithStatus | undefined> {
-    const row = await this.store.setEnabled(tenantId, endpointId, enabled, new Date(this.clock.now()));
-    return row && { ...row, queued: await this.store.queuedCount(endpointId) };
+  async setEnabled(tenantId: string, endpointId: string, enabled: boolean): Promise<{ endpoint: EndpointWithStatus; propagation: PropagationResult } | undefined> {
+    const out = await this.store.setEnabled(tenantId, endpointId, enabled, new Date(this.clock.now()));
+    if (!out) return undefined;
+    const propagation = await this.inForce(tenantId, enabled ? 'enabled' : 'disabled', out);
+    return { endpoint: { ...out.result, queued: await this.store.queuedCount(endpointId) }, propagation };
+  }
+
+  /** Waits for the `webhooks` change, if the write recorded one, to be applied by every consumer. */
+  private async inForce(tenantId: string, what: string, out: EndpointChange<unknown>): Promise<PropagationResult> {
+    const change = out.change;
+    if (!change) return IN_FORCE;
+    this.logger.info({ tenant_id: tenantId, webhook_events: change.detail?.webhook_events, change: what, seq: change.seq }, 'tenant webhook events changed');
+    const result = await this.propagation.awaitAllInForce([{ tenantId, event: change }]);
+    this.onPropagated(result.confirmed, result.waitedMs / 1000);
+    if (!result.confirmed) this.logger.warn({ tenant_id: tenantId, waited_ms: result.waitedMs, pending: result.pending.map((p) => p.consumerId) }, 'webhook events change committed but not confirmed in force everywhere; consumers keep pulling it');
+    return result;
   }
 
   /** `{overlap_s?}`: a new secret; the old one keeps signing beside it for the overlap (default a day; 0 ends it now). */
