@@ -217,10 +217,11 @@ describe.concurrent('webhooks across the whole stack', () => {
     h.receiver.mode = 'ok';
     const ofChannels = (e: WebhookEvent) => channels.includes(e.channel ?? '');
     await h.receiver.until(() => h.events(ofChannels).length >= channels.length * rounds * 2, 15_000);
-    // The spell lasted the 30 s and was retried all along (WEBHOOK_RETRY_MAX_MS 1 s, looked at within a second of being due).
+    // The spell lasted the 30 s and was retried all along (WEBHOOK_RETRY_MAX_MS 1 s; the bound leaves room for a loaded
+    // machine: the schedule itself is webhook-sender.test.ts's).
     const failed = h.receiver.requests.filter((r) => r.status === 500);
     expect(failed.at(-1)!.at - failed[0]!.at).toBeGreaterThanOrEqual(FAILING_MS - 2500);
-    expect(Math.max(...failed.slice(1).map((r, i) => r.at - failed[i]!.at))).toBeLessThan(5000);
+    expect(Math.max(...failed.slice(1).map((r, i) => r.at - failed[i]!.at))).toBeLessThan(10_000);
     // Every event, each channel's in order.
     for (const ch of channels) {
       expect(h.events((e) => e.channel === ch).map((e) => e.type)).toEqual(Array.from({ length: rounds }, () => ['channel_occupied', 'channel_vacated']).flat());

@@ -214,7 +214,7 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         const files = config.consoleDir === undefined ? undefined : readConsoleFiles(config.consoleDir);
         if (config.consoleDir !== undefined && !files) logger.warn({ console_dir: config.consoleDir }, 'operator console not built: /console/ answers 404 (npm run build -w @service-relay/console)');
         const webhookStore = new WebhookStore(db, store.feed);
-        const webhooks = new WebhooksAdmin(webhookStore, crypto, deps.clock ?? systemClock, config.webhooks.allowHttp, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds));
+        const webhooks = new WebhooksAdmin(webhookStore, crypto, deps.clock ?? systemClock, config.webhooks.allowHttp, propagation, logger, (confirmed, seconds) => metrics.propagation(confirmed, seconds), () => sender?.poke());
         sender = new WebhookSender({
           store: webhookStore,
           source: createWebhookEventSource(config.redis, deps.webhookEvents, logger),

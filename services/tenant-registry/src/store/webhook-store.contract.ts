@@ -60,6 +60,54 @@ export function webhookStoreContract(driver: string, makeHarness: () => Promise<
       expect((await tenants.get(t))!.version).toBe(tenant.version);
     });
 
+    it('routes a read in one statement to the enabled endpoints that want each event, in order, with the stream position; the due query hands each its batch', async () => {
+      const [{ tenant: t1 }, { tenant: t2 }] = [await tenants.create(), await tenants.create()];
+      const a = await store.create(endpoint(t1.tenantId, ['member_added', 'user_connected']));
+      const b = await store.create(endpoint(t1.tenantId, ['member_added']));
+      if (a === undefined || a === 'too_many' || b === undefined || b === 'too_many') throw new Error('not created');
+      await store.setEnabled(t1.tenantId, b.result.endpointId, false, new Date(clock.now()));
+      const ev = (tenantId: string, type: string, at: number) => ({ tenantId, type, eventId: randomUUID(), event: { type, n: at }, createdAt: new Date(clock.now() + at) });
+      const read = [ev(t1.tenantId, 'member_added', 1), ev(t1.tenantId, 'channel_vacated', 2), ev(t2.tenantId, 'member_added', 3), ev(t1.tenantId, 'user_connected', 4), ev(t1.tenantId, 'member_added', 5)];
+      expect(await store.route(read, '1700000000000-7')).toEqual({ routed: 3 });
+      expect(await store.streamPosition()).toBe('1700000000000-7');
+      // Only the enabled endpoint that wants them, in the read's order; none for the switched-off one.
+      expect((await store.queued(a.result.endpointId, 10)).map((d) => d.eventId)).toEqual([read[0]!.eventId, read[3]!.eventId, read[4]!.eventId]);
+      expect(await store.queuedCount(b.result.endpointId)).toBe(0);
+      const now = new Date(clock.now() + 10);
+      const [due] = (await store.due(now, 2, [])).filter((d) => d.tenantId === t1.tenantId);
+      expect(due).toMatchObject({ endpointId: a.result.endpointId, queued: 2, oldest: read[0]!.createdAt });
+      expect(due!.batch.map((d) => [d.eventId, d.event, d.createdAt.getTime()])).toEqual([read[0], read[3]].map((e) => [e!.eventId, e!.event, e!.createdAt.getTime()]));
+      expect((await store.due(now, 2, [a.result.endpointId])).filter((d) => d.tenantId === t1.tenantId)).toEqual([]);
+      // A failure keeps the batch and holds the endpoint until its retry; a success removes what it delivered.
+      const attempt = { attemptedAt: now, events: 2, firstEventId: due!.batch[0]!.eventId, latencyMs: 3 };
+      await store.recordAttempt(a.result.endpointId, t1.tenantId, { ...attempt, status: 500, error: 'no', nextAttemptAt: new Date(now.getTime() + 1000), delivered: [], failures: 1, failingSince: now });
+      expect((await store.due(now, 2, [])).filter((d) => d.tenantId === t1.tenantId)).toEqual([]);
+      const later = new Date(now.getTime() + 1000);
+      const [retry] = (await store.due(later, 2, [])).filter((d) => d.tenantId === t1.tenantId);
+      expect(retry).toMatchObject({ failures: 1, failingSince: now, queued: 2 });
+      await store.recordAttempt(a.result.endpointId, t1.tenantId, { ...attempt, attemptedAt: later, status: 200, error: null, nextAttemptAt: null, delivered: retry!.batch.map((d) => d.seq), failures: 0, failingSince: null });
+      expect((await store.queued(a.result.endpointId, 10)).map((d) => d.eventId)).toEqual([read[4]!.eventId]);
+      expect(await store.attempts(a.result.endpointId, 10)).toMatchObject([
+        { status: 200, events: 2, nextAttemptAt: null },
+        { status: 500, error: 'no', nextAttemptAt: new Date(now.getTime() + 1000) },
+      ]);
+      expect(await store.backlog()).toMatchObject({ queued: expect.any(Number), failing: expect.any(Number) });
+    });
+
+    it('keeps the last 100 attempts of an endpoint, newest first', async () => {
+      const { tenant } = await tenants.create();
+      const created = await store.create(endpoint(tenant.tenantId, ['member_added']));
+      if (created === undefined || created === 'too_many') throw new Error('not created');
+      const id = created.result.endpointId;
+      for (let i = 0; i < 103; i++) {
+        await store.recordAttempt(id, tenant.tenantId, { attemptedAt: new Date(clock.now() + i), events: 1, firstEventId: null, status: 500, error: String(i), latencyMs: 1, nextAttemptAt: null, delivered: [], failures: i + 1, failingSince: null });
+      }
+      const kept = await store.attempts(id, 1000);
+      expect(kept).toHaveLength(100);
+      expect(kept[0]!.error).toBe('102');
+      expect(kept.at(-1)!.error).toBe('3');
+    });
+
     it('answers the set and the feed position in one read; unknown endpoints, tenants and malformed ids are undefined', async () => {
       const { tenant } = await tenants.create();
       const t = tenant.tenantId;

@@ -44,12 +44,22 @@ export interface AttemptRow {
   nextAttemptAt: Date | null;
 }
 
-export interface NewDelivery {
-  endpointId: string;
+/** An event read from the stream, with its public id and shape, to be routed to the endpoints that want it. */
+export interface NewEvent {
   tenantId: string;
+  type: string;
   eventId: string;
   event: Record<string, unknown>;
   createdAt: Date;
+}
+
+/** An endpoint the sender may send to now, with its next batch. */
+export interface DueEndpoint extends WebhookEndpointRow {
+  /** Queued events, counted up to the batch size. */
+  queued: number;
+  /** The batch's oldest event. */
+  oldest: Date;
+  batch: QueuedDelivery[];
 }
 
 /** The event types a tenant's enabled endpoints want (realtime records only these), with their version. */
@@ -185,28 +195,64 @@ export class WebhookStore {
     });
   }
 
-  /** Endpoints of these tenants, switched on or off (the sender routes to those switched on). */
-  async endpointsOf(tenantIds: readonly string[]): Promise<WebhookEndpointRow[]> {
-    if (tenantIds.length === 0) return [];
-    return (await this.db.query<Record<string, unknown>>('SELECT * FROM webhook_endpoints WHERE tenant_id = ANY($1::uuid[])', [tenantIds])).map(toEndpoint);
-  }
-
-  /** Enabled endpoints with something queued whose retry (if any) is due. */
-  async due(now: Date): Promise<Array<WebhookEndpointRow & { oldest: Date; queued: number }>> {
-    const rows = await this.db.query<Record<string, unknown>>(
-      `SELECT e.*, q.oldest, q.queued FROM webhook_endpoints e
-         JOIN (SELECT endpoint_id, min(created_at) AS oldest, count(*) AS queued FROM webhook_deliveries GROUP BY endpoint_id) q ON q.endpoint_id = e.endpoint_id
-        WHERE e.enabled AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= $1)`,
-      [now.toISOString()],
+  /**
+   * Stores what was read from the stream, one delivery per enabled endpoint
+   * of the event's tenant that wants its type, and moves the stream position,
+   * in one statement (atomic: nothing read twice or lost). The routing is a
+   * join in the database: no endpoint rows travel. `unnest … WITH ORDINALITY`
+   * keeps the read's order, so each endpoint's `seq` does too. Returns how many
+   * events went to at least one endpoint.
+   */
+  async route(events: readonly NewEvent[], streamPosition: string): Promise<{ routed: number }> {
+    const [row] = await this.db.query<{ routed: string | number }>(
+      `WITH d AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::timestamptz[]) WITH ORDINALITY AS d(tenant_id, type, event_id, event, created_at, n)),
+            pos AS (INSERT INTO webhook_stream_position (id, last_id) VALUES (1, $6) ON CONFLICT (id) DO UPDATE SET last_id = excluded.last_id),
+            ins AS (INSERT INTO webhook_deliveries (endpoint_id, tenant_id, event_id, event, created_at)
+                    SELECT e.endpoint_id, d.tenant_id, d.event_id, d.event::jsonb, d.created_at
+                      FROM d JOIN webhook_endpoints e ON e.tenant_id = d.tenant_id AND e.enabled AND e.events ? d.type
+                     ORDER BY d.n, e.endpoint_id
+                    RETURNING event_id)
+       SELECT count(DISTINCT event_id) AS routed FROM ins`,
+      [events.map((e) => e.tenantId), events.map((e) => e.type), events.map((e) => e.eventId), events.map((e) => JSON.stringify(e.event)), events.map((e) => e.createdAt.toISOString()), streamPosition],
     );
-    return rows.map((r) => ({ ...toEndpoint(r), oldest: toDate(r.oldest)!, queued: Number(r.queued) }));
+    return { routed: Number(row!.routed) };
   }
 
-  /** Queued events per endpoint, and how many endpoints are failing (metrics). */
+  /**
+   * Enabled endpoints (other than `busy`) with something queued whose retry,
+   * if any, is due, each with its next batch (its oldest `limit` events) read
+   * in the same statement: one query a round, whatever the number of
+   * endpoints, and none more to send. `queued` counts at most `limit` (a long
+   * queue is not counted through); `oldest` is the batch's.
+   */
+  async due(now: Date, limit: number, busy: readonly string[]): Promise<DueEndpoint[]> {
+    const rows = await this.db.query<Record<string, unknown>>(
+      `SELECT e.*, b.queued, b.oldest, b.batch FROM webhook_endpoints e
+        CROSS JOIN LATERAL (
+          SELECT count(*) AS queued, min(q.created_at) AS oldest,
+                 jsonb_agg(jsonb_build_array(q.seq, q.event_id, q.event, q.created_at) ORDER BY q.seq) AS batch
+            FROM (SELECT seq, event_id, event, created_at FROM webhook_deliveries WHERE endpoint_id = e.endpoint_id ORDER BY seq LIMIT $2) q
+        ) b
+        WHERE e.enabled AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= $1) AND b.queued > 0 AND e.endpoint_id <> ALL($3::uuid[])`,
+      [now.toISOString(), limit, busy],
+    );
+    return rows.map((r) => {
+      const batch = (typeof r.batch === 'string' ? JSON.parse(r.batch) : r.batch) as Array<[number | string, string, Record<string, unknown>, string]>;
+      return {
+        ...toEndpoint(r),
+        queued: Number(r.queued),
+        oldest: toDate(r.oldest)!,
+        batch: batch.map(([seq, eventId, event, createdAt]) => ({ seq: Number(seq), eventId, event, createdAt: new Date(createdAt) })),
+      };
+    });
+  }
+
+  /** Queued events over every endpoint, and how many enabled endpoints are failing (metrics), in one statement. */
   async backlog(): Promise<{ queued: number; failing: number }> {
-    const [q] = await this.db.query<{ n: string | number }>('SELECT count(*) AS n FROM webhook_deliveries');
-    const [f] = await this.db.query<{ n: string | number }>('SELECT count(*) AS n FROM webhook_endpoints WHERE enabled AND failures > 0');
-    return { queued: Number(q!.n), failing: Number(f!.n) };
+    const [row] = await this.db.query<{ queued: string | number; failing: string | number }>(
+      'SELECT (SELECT count(*) FROM webhook_deliveries) AS queued, (SELECT count(*) FROM webhook_endpoints WHERE enabled AND failures > 0) AS failing',
+    );
+    return { queued: Number(row!.queued), failing: Number(row!.failing) };
   }
 
   async queued(endpointId: string, limit: number): Promise<QueuedDelivery[]> {
@@ -224,46 +270,40 @@ export class WebhookStore {
     return (await this.db.query('DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND created_at < $2 RETURNING 1', [endpointId, before.toISOString()])).length;
   }
 
-  /** Stores what was read from the stream and moves the position, in one transaction: nothing read twice or lost. */
-  async enqueue(deliveries: readonly NewDelivery[], streamPosition: string | undefined): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      // One statement for the whole read (a statement per event cost PGlite milliseconds each); unnest keeps their order, so seq does too.
-      if (deliveries.length > 0) {
-        await tx.query(
-          `INSERT INTO webhook_deliveries (endpoint_id, tenant_id, event_id, event, created_at)
-           SELECT e, t, i, v::jsonb, c FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::timestamptz[]) WITH ORDINALITY AS d(e, t, i, v, c, n) ORDER BY n`,
-          [deliveries.map((d) => d.endpointId), deliveries.map((d) => d.tenantId), deliveries.map((d) => d.eventId), deliveries.map((d) => JSON.stringify(d.event)), deliveries.map((d) => d.createdAt.toISOString())],
-        );
-      }
-      if (streamPosition !== undefined) await setPosition(tx, streamPosition);
-    });
-  }
-
   async streamPosition(): Promise<string | undefined> {
     const [row] = await this.db.query<{ last_id: string }>('SELECT last_id FROM webhook_stream_position WHERE id = 1');
     return row?.last_id;
   }
 
-  /** One attempt's outcome: delivered events leave the queue, the endpoint's retry state and log move, in one transaction. */
+  /**
+   * One attempt's outcome in one statement (atomic): delivered events leave
+   * the queue, the endpoint's retry state moves, the attempt is logged and
+   * the log keeps its last ATTEMPTS_KEPT (the new row is not visible to the
+   * statement's own DELETE, hence one fewer of the old).
+   */
   async recordAttempt(endpointId: string, tenantId: string, a: AttemptRow & { delivered: readonly number[]; failures: number; failingSince: Date | null }): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      if (a.delivered.length > 0) await tx.query('DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND seq = ANY($2::bigint[])', [endpointId, a.delivered]);
-      await tx.query('UPDATE webhook_endpoints SET failures = $2, failing_since = $3, next_attempt_at = $4 WHERE endpoint_id = $1', [
+    await this.db.query(
+      `WITH del AS (DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND seq = ANY($2::bigint[])),
+            upd AS (UPDATE webhook_endpoints SET failures = $3, failing_since = $4, next_attempt_at = $5 WHERE endpoint_id = $1),
+            ins AS (INSERT INTO webhook_attempts (endpoint_id, tenant_id, attempted_at, events, first_event_id, status, error, latency_ms, next_attempt_at)
+                    VALUES ($1, $6, $7, $8, $9, $10, $11, $12, $5))
+       DELETE FROM webhook_attempts WHERE endpoint_id = $1 AND attempt_id <= (SELECT attempt_id FROM webhook_attempts WHERE endpoint_id = $1 ORDER BY attempt_id DESC OFFSET $13 LIMIT 1)`,
+      [
         endpointId,
+        a.delivered,
         a.failures,
         a.failingSince?.toISOString() ?? null,
         a.nextAttemptAt?.toISOString() ?? null,
-      ]);
-      await tx.query(
-        `INSERT INTO webhook_attempts (endpoint_id, tenant_id, attempted_at, events, first_event_id, status, error, latency_ms, next_attempt_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        [endpointId, tenantId, a.attemptedAt.toISOString(), a.events, a.firstEventId, a.status, a.error, a.latencyMs, a.nextAttemptAt?.toISOString() ?? null],
-      );
-      await tx.query(
-        `DELETE FROM webhook_attempts WHERE endpoint_id = $1 AND attempt_id <= (SELECT attempt_id FROM webhook_attempts WHERE endpoint_id = $1 ORDER BY attempt_id DESC OFFSET $2 LIMIT 1)`,
-        [endpointId, ATTEMPTS_KEPT],
-      );
-    });
+        tenantId,
+        a.attemptedAt.toISOString(),
+        a.events,
+        a.firstEventId,
+        a.status,
+        a.error,
+        a.latencyMs,
+        ATTEMPTS_KEPT - 1,
+      ],
+    );
   }
 
   async attempts(endpointId: string, limit: number): Promise<AttemptRow[]> {
@@ -314,9 +354,6 @@ function unionOf(lists: readonly string[][]): string[] {
   return WEBHOOK_EVENT_TYPES.filter((t) => wanted.has(t));
 }
 
-async function setPosition(tx: Queryable, id: string): Promise<void> {
-  await tx.query('INSERT INTO webhook_stream_position (id, last_id) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET last_id = excluded.last_id', [id]);
-}
 
 function toEndpoint(r: Record<string, unknown>): WebhookEndpointRow {
   return {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { InProcessWebhookEvents } from '@service-relay/webhook-events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +40,8 @@ export interface TestRegistryOptions {
   bus?: TenantEventBus;
   clock?: Clock;
   logLevel?: string;
+  /** Webhook events as realtime in the same process would hand them over (#32); default: none. */
+  webhookEvents?: InProcessWebhookEvents;
 }
 
 /** A registry on a temporary PGlite directory, ports 0, logs captured, an in-memory bus. */
@@ -66,7 +69,7 @@ export async function startTestRegistry(opts: TestRegistryOptions = {}): Promise
     await f.start();
     return f;
   };
-  const make = () => createServer(config, { bus, logger, ...(opts.clock ? { clock: opts.clock } : {}) });
+  const make = () => createServer(config, { bus, logger, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.webhookEvents && { webhookEvents: opts.webhookEvents }) });
   const t: TestRegistry = {
     server: make(),
     config,

@@ -3,23 +3,31 @@ import { signedHeaders, type Clock, type Logger } from '@service-relay/core';
 import type { WebhookEventRecord } from '@service-relay/webhook-events';
 import type { WebhookSettings } from '../config';
 import type { TenantCrypto } from '../crypto/tenant-crypto';
-import type { NewDelivery, WebhookEndpointRow, WebhookStore } from '../store/webhook-store';
+import type { DueEndpoint, NewEvent, WebhookStore } from '../store/webhook-store';
 import type { WebhookEventSource } from './webhook-source';
 
 /** Events taken from the stream per read. */
 const READ_BATCH = 500;
 /** How often the sender looks for endpoints whose batch or retry is due, while events arrive or wait. */
 const TICK_MS = 100;
-/** With nothing routed and nothing found queued, the due query runs this often only (retries and what another replica stored). */
-const IDLE_DUE_MS = 1000;
 /**
- * After a read that did not fill a batch, the router waits this long before
- * the next, so a steady trickle of events is stored a few hundred at a time
- * rather than one transaction per event. Measured (bench webhooks_fanout_ratio,
- * embedded PGlite): one transaction per event cost the registry 3-5 ms of CPU
- * per event (30% of a core at 60 events/s).
+ * With nothing routed, no batch waiting and no retry of this sender's own
+ * coming, the due query runs this often only: for what it cannot know of
+ * (an endpoint switched on at another registry replica, retries scheduled by
+ * the lease's previous holder).
  */
-const ROUTE_GATHER_MS = 200;
+const IDLE_DUE_MS = 5000;
+/**
+ * After a read that did not fill a batch, the router waits before the next
+ * (half of WEBHOOK_BATCH_WAIT_MS, at most this), so a steady trickle of
+ * events is stored a few dozen at a time rather than one statement per
+ * event. A batch waits WEBHOOK_BATCH_WAIT_MS from its oldest event anyway,
+ * so gathering for half of it delays no request. Measured (bench
+ * webhooks_fanout_ratio, embedded PGlite): one transaction per event cost the
+ * registry 3-5 ms of CPU per event (30% of a core at 60 events/s); one
+ * statement per read costs 5-7 ms whatever the read holds.
+ */
+const MAX_ROUTE_GATHER_MS = 500;
 /** Endpoints with a request in flight at once, at most (each has at most one). */
 const MAX_IN_FLIGHT = 64;
 /** How much of an endpoint's answer is kept in its log. */
@@ -89,14 +97,21 @@ export class WebhookSender {
   private routing: Promise<void> = Promise.resolve();
   private lastBacklogAt = 0;
   /**
-   * When the due query (a GROUP BY over the queue) next needs to run: when the
-   * earliest waiting batch fills its WEBHOOK_BATCH_WAIT_MS, when stored events
-   * could first be due, right after a request ends, and at least once a
-   * second (retries, what another replica stored).
+   * When the due query next needs to run: when the earliest waiting batch
+   * fills its WEBHOOK_BATCH_WAIT_MS, when stored events could first be due,
+   * right after a request that succeeded (the rest of its queue), when a
+   * failed one's retry is due, at once after the lease is taken or an
+   * endpoint is switched on here, and otherwise every IDLE_DUE_MS.
    */
   private nextDueCheckAt = 0;
 
-  constructor(private readonly deps: WebhookSenderDeps) {}
+  /** Bumped whenever a read stored deliveries: an endpoint busy meanwhile may have some waiting. */
+  private routedGeneration = 0;
+  private readonly gatherMs: number;
+
+  constructor(private readonly deps: WebhookSenderDeps) {
+    this.gatherMs = Math.min(MAX_ROUTE_GATHER_MS, Math.max(10, Math.floor(deps.settings.batchWaitMs / 2)));
+  }
 
   start(): void {
     const renew = async () => {
@@ -105,6 +120,8 @@ export class WebhookSender {
         this.leased = await this.deps.store.lease(this.holder, this.deps.settings.leaseMs);
         if (this.leased && !had) {
           this.deps.logger.info('webhook sender: lease taken, sending');
+          // Retries the previous holder scheduled, and what it left queued.
+          this.dueAt(0);
           this.routing = this.routing.then(() => this.routeLoop()).catch((err: unknown) => this.deps.logger.warn({ err: (err as Error).message }, 'webhook sender: routing stopped'));
         }
       } catch (err) {
@@ -155,32 +172,32 @@ export class WebhookSender {
       }
       position = last;
       await this.deps.source.trim(last).catch(() => {});
-      if (read.length < READ_BATCH && !this.stopped) await new Promise((r) => setTimeout(r, ROUTE_GATHER_MS));
+      if (read.length < READ_BATCH && !this.stopped) await new Promise((r) => setTimeout(r, this.gatherMs));
     }
   }
 
   private async route(records: readonly WebhookEventRecord[], position: string): Promise<void> {
-    const tenants = [...new Set(records.map((r) => r.tenantId))];
-    const endpoints = await this.deps.store.endpointsOf(tenants);
-    const byTenant = new Map<string, WebhookEndpointRow[]>();
-    for (const e of endpoints) byTenant.set(e.tenantId, [...(byTenant.get(e.tenantId) ?? []), e]);
-    const deliveries: NewDelivery[] = [];
-    let unrouted = 0;
-    for (const r of records) {
-      // Switched off, an endpoint keeps what it had queued (paused) and gets nothing new.
-      const wanted = (byTenant.get(r.tenantId) ?? []).filter((e) => e.enabled && e.events.includes(r.type));
-      if (wanted.length === 0) unrouted += 1;
+    const events: NewEvent[] = records.map((r) => {
       const id = randomUUID();
-      const event = eventJson(id, r);
-      for (const e of wanted) deliveries.push({ endpointId: e.endpointId, tenantId: r.tenantId, eventId: id, event, createdAt: new Date(r.ms) });
-    }
-    await this.deps.store.enqueue(deliveries, position);
-    if (deliveries.length > 0) {
+      return { tenantId: r.tenantId, type: r.type, eventId: id, event: eventJson(id, r), createdAt: new Date(r.ms) };
+    });
+    const { routed } = await this.deps.store.route(events, position);
+    if (routed > 0) {
+      this.routedGeneration += 1;
       // A batch that may already be full goes at the next tick; otherwise not before its wait is over.
-      const soonest = this.deps.clock.now() + (deliveries.length >= this.deps.settings.batchMax ? 0 : this.deps.settings.batchWaitMs);
-      this.nextDueCheckAt = Math.min(this.nextDueCheckAt, soonest);
+      const soonest = this.deps.clock.now() + (routed >= this.deps.settings.batchMax ? 0 : this.deps.settings.batchWaitMs);
+      this.dueAt(soonest);
     }
-    if (unrouted > 0) this.deps.metrics.events('unrouted', unrouted);
+    if (routed < events.length) this.deps.metrics.events('unrouted', events.length - routed);
+  }
+
+  /** An endpoint switched on in this process: its queue is looked at now, not at the next idle round. */
+  poke(): void {
+    this.dueAt(0);
+  }
+
+  private dueAt(ms: number): void {
+    this.nextDueCheckAt = Math.min(this.nextDueCheckAt, ms);
   }
 
   private async deliverDue(): Promise<void> {
@@ -190,44 +207,66 @@ export class WebhookSender {
       const b = await this.deps.store.backlog();
       this.deps.metrics.backlog(b.queued, b.failing);
     }
-    if (now < this.nextDueCheckAt) return;
+    if (now < this.nextDueCheckAt || this.inFlight.size >= MAX_IN_FLIGHT) return;
     // Routing and finished requests meanwhile lower it again; if the query fails, the next tick tries again.
     this.nextDueCheckAt = Number.POSITIVE_INFINITY;
-    let due: Awaited<ReturnType<WebhookStore['due']>>;
+    // Taken before the query reads the queues: anything stored after it counts as "stored meanwhile".
+    const generation = this.routedGeneration;
+    let due: DueEndpoint[];
     try {
-      due = await this.deps.store.due(new Date(now));
+      due = await this.deps.store.due(new Date(now), this.deps.settings.batchMax, [...this.inFlight.keys()]);
     } catch (err) {
-      this.nextDueCheckAt = now;
+      this.dueAt(now);
       throw err;
     }
     let next = now + IDLE_DUE_MS;
     for (const e of due) {
-      if (this.inFlight.has(e.endpointId) || this.inFlight.size >= MAX_IN_FLIGHT || !this.leased || this.stopped) continue;
+      if (this.inFlight.has(e.endpointId) || !this.leased || this.stopped) continue;
+      if (this.inFlight.size >= MAX_IN_FLIGHT) {
+        next = now;
+        continue;
+      }
       // A batch waits for more events, at most WEBHOOK_BATCH_WAIT_MS; a retry goes when it is due.
       if (e.failures === 0 && e.queued < this.deps.settings.batchMax && now - e.oldest.getTime() < this.deps.settings.batchWaitMs) {
         next = Math.min(next, e.oldest.getTime() + this.deps.settings.batchWaitMs);
         continue;
       }
-      const p = this.deliver(e).finally(() => {
-        this.inFlight.delete(e.endpointId);
-        // What is left (or a retry now scheduled) is looked at on the next tick.
-        this.nextDueCheckAt = 0;
-      });
+      const p = this.deliver(e)
+        .then(
+          // After a failure the query runs again when the retry is due. After a success, only if more may be
+          // waiting: a full batch (the queue may go on), or events stored while the endpoint was busy (the rounds
+          // meanwhile left it out); otherwise what routing stores next schedules its own round.
+          (retryAt) => this.dueAt(retryAt ?? (e.batch.length >= this.deps.settings.batchMax || this.routedGeneration !== generation ? 0 : Number.POSITIVE_INFINITY)),
+          (err: unknown) => {
+            this.dueAt(0);
+            this.deps.logger.warn({ err: (err as Error).message, endpoint_id: e.endpointId }, 'webhook sender: attempt not recorded; sent again');
+          },
+        )
+        .finally(() => this.inFlight.delete(e.endpointId));
       this.inFlight.set(e.endpointId, p);
     }
-    this.nextDueCheckAt = Math.min(this.nextDueCheckAt, next);
+    this.dueAt(next);
   }
 
-  /** One request to one endpoint with its oldest queued events; the outcome is recorded with the queue. */
-  private async deliver(e: WebhookEndpointRow): Promise<void> {
+  /**
+   * One request to one endpoint with the batch the due query read; the
+   * outcome is recorded with the queue in one statement. Returns when a
+   * failed attempt is retried (undefined after a success).
+   */
+  private async deliver(e: DueEndpoint): Promise<number | undefined> {
     const { store, settings, clock, crypto, metrics } = this.deps;
-    const expired = await store.expire(e.endpointId, new Date(clock.now() - settings.retryForMs));
-    if (expired > 0) {
-      metrics.events('expired', expired);
-      this.deps.logger.warn({ tenant_id: e.tenantId, endpoint_id: e.endpointId, events: expired }, 'webhook events given up after WEBHOOK_RETRY_FOR_S');
+    let batch = e.batch;
+    // Only a batch that holds an event past the retry window costs a statement more.
+    const cutoff = clock.now() - settings.retryForMs;
+    if (e.oldest.getTime() < cutoff) {
+      const expired = await store.expire(e.endpointId, new Date(cutoff));
+      if (expired > 0) {
+        metrics.events('expired', expired);
+        this.deps.logger.warn({ tenant_id: e.tenantId, endpoint_id: e.endpointId, events: expired }, 'webhook events given up after WEBHOOK_RETRY_FOR_S');
+      }
+      batch = await store.queued(e.endpointId, settings.batchMax);
     }
-    const batch = await store.queued(e.endpointId, settings.batchMax);
-    if (batch.length === 0) return;
+    if (batch.length === 0) return undefined;
     const body = JSON.stringify({ events: batch.map((d) => d.event) });
     const startedAt = clock.now();
     const timestampS = Math.floor(startedAt / 1000);
@@ -277,5 +316,6 @@ export class WebhookSender {
       failingSince: ok ? null : (e.failingSince ?? new Date(startedAt)),
     });
     if (ok) metrics.events('delivered', batch.length);
+    return nextAttemptAt?.getTime();
   }
 }

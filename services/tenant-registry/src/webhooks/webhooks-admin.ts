@@ -39,6 +39,8 @@ export class WebhooksAdmin {
     private readonly propagation: Propagation,
     private readonly logger: Logger,
     private readonly onPropagated: (confirmed: boolean, seconds: number) => void = () => {},
+    /** An endpoint was switched on (this process's sender looks at its queue at once). */
+    private readonly onEnabled: () => void = () => {},
   ) {}
 
   /** `{url, events}`; undefined when the tenant does not exist. */
@@ -71,6 +73,7 @@ export class WebhooksAdmin {
   async setEnabled(tenantId: string, endpointId: string, enabled: boolean): Promise<{ endpoint: EndpointWithStatus; propagation: PropagationResult } | undefined> {
     const out = await this.store.setEnabled(tenantId, endpointId, enabled, new Date(this.clock.now()));
     if (!out) return undefined;
+    if (enabled) this.onEnabled();
     const propagation = await this.inForce(tenantId, enabled ? 'enabled' : 'disabled', out);
     return { endpoint: { ...out.result, queued: await this.store.queuedCount(endpointId) }, propagation };
   }
