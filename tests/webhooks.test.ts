@@ -95,7 +95,8 @@ describe.concurrent('webhooks across the whole stack', () => {
   };
   /** Events the sender stored for no endpoint (relay_registry_webhook_events_total{result="unrouted"}). */
   const unrouted = async () => {
-    const res = await fetch(`${stack.registryUrl}/metrics`);
+    // The registry's ops listener (the admin port answers /metrics 404).
+    const res = await fetch(stack.health.registry!.replace('/healthz', '/metrics'));
     expect(res.status).toBe(200);
     const text = await res.text();
     // Read where the counter lives: events were delivered (by the calling test) before it asks.
@@ -346,6 +347,9 @@ describe.concurrent('webhooks across the whole stack', () => {
       REGISTRY_GRPC_PORT: `${await freePort()}`,
       VERIFIER_GRPC_PORT: `${await freePort()}`,
       VERIFIER_HTTP_PORT: `${await freePort()}`,
+      GATEWAY_OPS_PORT: `${await freePort()}`,
+      REALTIME_OPS_PORT: `${await freePort()}`,
+      REGISTRY_OPS_PORT: `${await freePort()}`,
       WEBHOOK_BATCH_WAIT_MS: '100',
     };
     env.REGISTRY_URL = `http://127.0.0.1:${env.REGISTRY_HTTP_PORT}`;
@@ -409,7 +413,7 @@ describe.concurrent('webhooks across the whole stack', () => {
     expect(events().every((e) => e.tenant_id === w.t.tenant_id)).toBe(true);
     // The in-process queue is in order: the first tenant's transitions, and the second's before its endpoint,
     // reached the sender before these. None was recorded (the sender counts what no endpoint wanted as unrouted).
-    const res = await fetch(`${env.REGISTRY_URL}/metrics`);
+    const res = await fetch(`http://127.0.0.1:${env.REGISTRY_OPS_PORT}/metrics`);
     expect(res.status).toBe(200);
     const metrics = await res.text();
     expect(metrics).toMatch(/^relay_registry_webhook_events_total\{result="delivered"[^}]*\} [1-9]/m);

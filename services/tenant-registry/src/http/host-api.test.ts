@@ -35,6 +35,8 @@ let nextAnswer: { status: number; body: string } = { status: 201, body: '{"messa
 let reg: TestRegistry;
 let tenant: Created;
 let other: Created;
+/** A tenant with one webhook endpoint wanting member_added. */
+let hooked: Created;
 
 beforeAll(async () => {
   fakeRealtime = createServer((req, res) => {
@@ -51,6 +53,10 @@ beforeAll(async () => {
   reg = await startTestRegistry({ env: { REALTIME_URL: `http://127.0.0.1:${port}`, HOST_FETCH_RATE_LIMIT: String(RATE_LIMIT), PROPAGATION_TIMEOUT_MS: '1500' } });
   tenant = await create();
   other = await create();
+  // Before any test leaves a consumer behind (the webhooks test below needs this first change confirmed).
+  hooked = await create();
+  const first = await host('POST', hooked.tenant_id, 'webhooks', { authorization: basic(hooked), body: JSON.stringify({ url: 'https://example.com/hook', events: ['member_added'] }) });
+  if (first.status !== 201) throw new Error(`webhook endpoint not created: ${first.status}`);
 });
 afterAll(async () => {
   await reg?.stop();
@@ -323,9 +329,8 @@ describe('host server API: user actions', () => {
   });
 
   it('webhooks (#32): a write that changes the events wanted waits for every consumer (503 change_not_propagated with what was committed); one that changes nothing does not', async () => {
-    const t = await create();
+    const t = hooked;
     const endpoint = (events: string[]) => JSON.stringify({ url: 'https://example.com/hook', events });
-    expect((await host('POST', t.tenant_id, 'webhooks', { authorization: basic(t), body: endpoint(['member_added']) })).status).toBe(201);
     const stuck = await reg.consumer(5000);
     const changes: unknown[] = [];
     let release!: () => void;
@@ -336,7 +341,7 @@ describe('host server API: user actions', () => {
       await released;
     });
     try {
-      // Nothing new wanted: no change, nothing to wait for.
+      // Nothing new wanted: no change, nothing to wait for, whoever lags.
       expect((await host('POST', t.tenant_id, 'webhooks', { authorization: basic(t), body: endpoint(['member_added']) })).status).toBe(201);
       const more = await host('POST', t.tenant_id, 'webhooks', { authorization: basic(t), body: endpoint(['user_connected']) });
       expect(more.status).toBe(503);
@@ -346,7 +351,7 @@ describe('host server API: user actions', () => {
       // The admin API says the same when switching that one off, and names who is behind.
       const off = await reg.admin('POST', `/admin/tenants/${t.tenant_id}/webhooks/${body.webhook.endpoint_id}/disable`);
       expect(off.status).toBe(503);
-      expect(await off.json()).toMatchObject({ errors: ['change_not_propagated'], webhook: { endpoint_id: body.webhook.endpoint_id, enabled: false }, pending_consumers: [{ consumer_id: stuck.consumerId }] });
+      expect(await off.json()).toMatchObject({ errors: ['change_not_propagated'], webhook: { endpoint_id: body.webhook.endpoint_id, enabled: false }, pending_consumers: expect.arrayContaining([expect.objectContaining({ consumer_id: stuck.consumerId })]) });
     } finally {
       release();
       stuck.close();

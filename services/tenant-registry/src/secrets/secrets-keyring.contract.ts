@@ -4,6 +4,7 @@ import { parseCallbackSettings, type CallbackSettings } from '@service-relay/cha
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TenantCrypto } from '../crypto/tenant-crypto';
 import type { Db } from '../db/db';
+import { FeedStore } from '../store/feed-store';
 import { TenantStore } from '../store/tenant-store';
 import { WebhookStore } from '../store/webhook-store';
 import { HostSyncCheck } from '../tenants/host-sync-check';
@@ -37,6 +38,9 @@ interface Held {
  * replica), and every secret readable by every registry at every step.
  * Registered by secrets-keyring.test.ts (PGlite) and .int.test.ts (PostgreSQL).
  */
+/** No tenant feed consumer runs here: every change is in force at once. */
+const NO_CONSUMERS = { awaitAllInForce: async () => ({ confirmed: true, pending: [], waitedMs: 0 }) };
+
 export function secretsKeyringContract(driver: string, makeHarness: () => Promise<KeyringHarness>): void {
   describe(`secrets keyring on ${driver}`, () => {
     const clock = new ManualClock(Date.parse('2030-01-01T00:00:00.000Z'));
@@ -53,7 +57,7 @@ export function secretsKeyringContract(driver: string, makeHarness: () => Promis
       const crypto = new TenantCrypto(coordinator.keyring, await coordinator.join());
       running.push(coordinator);
       const store = new TenantStore(db, crypto, clock);
-      const webhooks = new WebhooksAdmin(new WebhookStore(db), crypto, clock, false);
+      const webhooks = new WebhooksAdmin(new WebhookStore(db, store.feed), crypto, clock, false, NO_CONSUMERS, logger);
       return { coordinator, crypto, store, webhooks, check: new HostSyncCheck(store, crypto.hostSync) };
     };
     type Replica = Awaited<ReturnType<typeof replica>>;
@@ -81,7 +85,7 @@ export function secretsKeyringContract(driver: string, makeHarness: () => Promis
         const keys = await r.store.getKeys(h.tenantId);
         expect(keys?.previous).not.toBeNull();
         expect((await r.store.callbacks.snapshot(h.tenantId))?.secrets).toHaveLength(1);
-        const [endpoint] = await new WebhookStore(db).list(h.tenantId);
+        const [endpoint] = await new WebhookStore(db, new FeedStore(db)).list(h.tenantId);
         expect(r.crypto.openWebhookSecret(endpoint!.endpointId, endpoint!.secret)).toMatch(/^whsec_/);
         expect(await r.check.fetchPrimary(h.tenantId, { clientId: h.clientId, secret: h.secret })).toBe(keys!.primary.secret);
       }
@@ -105,7 +109,7 @@ export function secretsKeyringContract(driver: string, makeHarness: () => Promis
       held.push({ tenantId: tenant.tenantId, clientId: tenant.hostSyncClientId, secret: hostSyncSecret });
       await legacy.rotate(tenant.tenantId);
       await legacy.callbacks.set(tenant.tenantId, CALLBACKS);
-      await new WebhooksAdmin(new WebhookStore(db), new TenantCrypto(K0), clock, false).create(tenant.tenantId, { url: 'https://hooks.example.com/relay', events: ['channel_occupied'] });
+      await new WebhooksAdmin(new WebhookStore(db, legacy.feed), new TenantCrypto(K0), clock, false, NO_CONSUMERS, logger).create(tenant.tenantId, { url: 'https://hooks.example.com/relay', events: ['channel_occupied'] });
       const a = await replica([k0], 'SECRETS_KEY');
       await populate(a, 2);
       await everythingOpens(a);

@@ -36,7 +36,7 @@ export class WebhooksAdmin {
     private readonly clock: Clock,
     /** WEBHOOK_ALLOW_HTTP. */
     private readonly allowHttp: boolean,
-    private readonly propagation: Propagation,
+    private readonly propagation: Pick<Propagation, 'awaitAllInForce'>,
     private readonly logger: Logger,
     private readonly onPropagated: (confirmed: boolean, seconds: number) => void = () => {},
     /** An endpoint was switched on (this process's sender looks at its queue at once). */
