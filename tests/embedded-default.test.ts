@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, ManagedProcess, runCommand } from './support/processes';
+import { embeddedEnv, type EmbeddedEnv, ManagedProcess, runCommand } from './support/processes';
 import { fetchSecret, me, signWithJose, type CreatedTenant } from './support/host';
 import { TestSocket } from './support/ws-client';
 
@@ -11,7 +11,7 @@ import { TestSocket } from './support/ws-client';
 // DATABASE_URL, no REDIS_URL, no secrets in the environment).
 describe('npm start on the embedded default', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'relay-embedded-'));
-  let env: Record<string, string>;
+  let env: EmbeddedEnv;
   let proc: ManagedProcess | undefined;
 
   afterAll(async () => {
@@ -26,20 +26,7 @@ describe('npm start on the embedded default', () => {
   };
 
   it('starts every service, prints where they listen and where the admin token is, and serves the whole flow', async () => {
-    env = {
-      DATA_DIR: dataDir,
-      GATEWAY_PORT: `${await freePort()}`,
-      REALTIME_PORT: `${await freePort()}`,
-      REGISTRY_HTTP_PORT: `${await freePort()}`,
-      REGISTRY_GRPC_PORT: `${await freePort()}`,
-      VERIFIER_GRPC_PORT: `${await freePort()}`,
-      VERIFIER_HTTP_PORT: `${await freePort()}`,
-      GATEWAY_OPS_PORT: `${await freePort()}`,
-      REALTIME_OPS_PORT: `${await freePort()}`,
-      REGISTRY_OPS_PORT: `${await freePort()}`,
-    };
-    env.REGISTRY_URL = `http://127.0.0.1:${env.REGISTRY_HTTP_PORT}`;
-    env.REGISTRY_GRPC_ADDR = `127.0.0.1:${env.REGISTRY_GRPC_PORT}`;
+    env = await embeddedEnv(dataDir);
     env.VERIFIER_ADDR = `127.0.0.1:${env.VERIFIER_GRPC_PORT}`;
     env.REALTIME_URL = `http://127.0.0.1:${env.REALTIME_PORT}`;
     await start();

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fetchSecret, me, signWithJose, type CreatedTenant } from './support/host';
-import { freePort, ManagedProcess, runCommand } from './support/processes';
+import { embeddedEnv, ManagedProcess, runCommand } from './support/processes';
 import { TestSocket } from './support/ws-client';
 
 // DELETE /admin/tenants/{id} (#30 item 4) on the embedded default: `npm start`
@@ -21,20 +21,7 @@ describe('deleting a tenant on the embedded default', () => {
   });
 
   it('closes, refuses and purges A everywhere at the 200 (journal included), keeps B, the tombstone and the audit record', async () => {
-    const env: Record<string, string> = {
-      DATA_DIR: dataDir,
-      GATEWAY_PORT: `${await freePort()}`,
-      REALTIME_PORT: `${await freePort()}`,
-      REGISTRY_HTTP_PORT: `${await freePort()}`,
-      REGISTRY_GRPC_PORT: `${await freePort()}`,
-      VERIFIER_GRPC_PORT: `${await freePort()}`,
-      VERIFIER_HTTP_PORT: `${await freePort()}`,
-      GATEWAY_OPS_PORT: `${await freePort()}`,
-      REALTIME_OPS_PORT: `${await freePort()}`,
-      REGISTRY_OPS_PORT: `${await freePort()}`,
-    };
-    env.REGISTRY_URL = `http://127.0.0.1:${env.REGISTRY_HTTP_PORT}`;
-    env.REGISTRY_GRPC_ADDR = `127.0.0.1:${env.REGISTRY_GRPC_PORT}`;
+    const env: Record<string, string> = await embeddedEnv(dataDir);
     env.VERIFIER_ADDR = `127.0.0.1:${env.VERIFIER_GRPC_PORT}`;
     env.REALTIME_URL = `http://127.0.0.1:${env.REALTIME_PORT}`;
     proc = new ManagedProcess('npm start', 'npm', ['start'], env);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RelaySignatureError, verifyWebhook, type WebhookEvent } from '../packages/host/src/index';
 import { basic, createTenantWithSecret, fetchSecret, signWithJose, type CreatedTenant } from './support/host';
-import { freePort, ManagedProcess, runCommand } from './support/processes';
+import { embeddedEnv, ManagedProcess, runCommand } from './support/processes';
 import { startStack, type Stack } from './support/stack';
 import { WebhookReceiver } from './support/webhook-receiver';
 import { TestSocket } from './support/ws-client';
@@ -339,21 +339,7 @@ describe.concurrent('webhooks across the whole stack', () => {
   // The same on the embedded default (`npm start` without DATABASE_URL and REDIS_URL: realtime hands events to the
   // registry's sender in the same process, in-process presence), run inside this file's 30 s failing spell.
   it('on the embedded default too: an endpoint added while a user is in a channel gets what happens from its answer on; a tenant without endpoints records nothing', async () => {
-    const env: Record<string, string> = {
-      DATA_DIR: dataDir,
-      GATEWAY_PORT: `${await freePort()}`,
-      REALTIME_PORT: `${await freePort()}`,
-      REGISTRY_HTTP_PORT: `${await freePort()}`,
-      REGISTRY_GRPC_PORT: `${await freePort()}`,
-      VERIFIER_GRPC_PORT: `${await freePort()}`,
-      VERIFIER_HTTP_PORT: `${await freePort()}`,
-      GATEWAY_OPS_PORT: `${await freePort()}`,
-      REALTIME_OPS_PORT: `${await freePort()}`,
-      REGISTRY_OPS_PORT: `${await freePort()}`,
-      WEBHOOK_BATCH_WAIT_MS: '100',
-    };
-    env.REGISTRY_URL = `http://127.0.0.1:${env.REGISTRY_HTTP_PORT}`;
-    env.REGISTRY_GRPC_ADDR = `127.0.0.1:${env.REGISTRY_GRPC_PORT}`;
+    const env: Record<string, string> = { ...(await embeddedEnv(dataDir)), WEBHOOK_BATCH_WAIT_MS: '100' };
     env.VERIFIER_ADDR = `127.0.0.1:${env.VERIFIER_GRPC_PORT}`;
     env.REALTIME_URL = `http://127.0.0.1:${env.REALTIME_PORT}`;
     const receiver = await WebhookReceiver.start();

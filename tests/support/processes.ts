@@ -170,6 +170,23 @@ export function runCommand(command: string, args: string[], env: Record<string, 
   });
 }
 
+/**
+ * The environment of an `npm start` (embedded default) on free loopback ports
+ * in `dataDir`, with the addresses the CLI and the services derive from them.
+ */
+export async function embeddedEnv(dataDir: string): Promise<EmbeddedEnv> {
+  const ports: Record<string, string> = {};
+  for (const name of EMBEDDED_PORTS) ports[name] = `${await freePort()}`;
+  const env = { ...ports, DATA_DIR: dataDir } as EmbeddedEnv;
+  env.REGISTRY_URL = `http://127.0.0.1:${env.REGISTRY_HTTP_PORT}`;
+  env.REGISTRY_GRPC_ADDR = `127.0.0.1:${env.REGISTRY_GRPC_PORT}`;
+  return env;
+}
+
+const EMBEDDED_PORTS = ['GATEWAY_PORT', 'REALTIME_PORT', 'REGISTRY_HTTP_PORT', 'REGISTRY_GRPC_PORT', 'VERIFIER_GRPC_PORT', 'VERIFIER_HTTP_PORT', 'GATEWAY_OPS_PORT', 'REALTIME_OPS_PORT', 'REGISTRY_OPS_PORT'] as const;
+
+export type EmbeddedEnv = Record<string, string> & Record<(typeof EMBEDDED_PORTS)[number] | 'DATA_DIR' | 'REGISTRY_URL' | 'REGISTRY_GRPC_ADDR', string>;
+
 /** Polls an HTTP endpoint until it answers 200 (a process has no other ready signal to await). */
 export async function waitForHttp(url: string, timeoutMs = 30_000, proc?: ManagedProcess): Promise<void> {
   const deadline = Date.now() + timeoutMs;
