@@ -11,11 +11,8 @@ import {
   type ChangesSinceResponse,
   type ChannelRulesRequest,
   type ChannelRulesResponse,
-  type TenantLimitsRequest,
   type TenantLimitsResponse,
-  type TenantCallbacksRequest,
   type TenantCallbacksResponse,
-  type TenantWebhooksRequest,
   type TenantWebhooksResponse,
 } from '@service-relay/grpc';
 import type { CallbacksStore } from '../store/callbacks-store';
@@ -51,6 +48,28 @@ export function addFeedService(
   /** TenantWebhooks (#32); absent, it answers unavailable (realtime then records every event of the tenant). */
   webhooks?: WebhookStore,
 ): void {
+  /**
+   * A unary call answering one tenant's snapshot of a store (limits, callbacks, webhook interest):
+   * internal callers only; `found: false` for an unknown tenant; unavailable without the store or
+   * when it fails (the consumer fails closed on that, never reading it as "nothing set").
+   */
+  const tenantSnapshot = <S, Res>(name: string, load: ((tenantId: string) => Promise<S | undefined>) | undefined, found: (s: S) => Res, notFound: Res) =>
+    (call: grpc.ServerUnaryCall<{ tenant_id: string }, Res>, callback: grpc.sendUnaryData<Res>) => {
+      if (!hasInternalToken(call.metadata, acceptedTokens)) {
+        metrics.rulesCall('unauthenticated');
+        callback(grpcError('invalid_internal_token'));
+        return;
+      }
+      const tenantId = call.request.tenant_id;
+      if (!load) return callback(grpcError('unavailable'));
+      load(tenantId).then(
+        (s) => callback(null, s ? found(s) : notFound),
+        (err: unknown) => {
+          logger.warn({ err: (err as Error).message, tenant_id: isCanonicalUuid(tenantId) ? tenantId : undefined }, `${name} failed`);
+          callback(grpcError('unavailable'));
+        },
+      );
+    };
   server.addService(serviceDefinition(REGISTRY_FEED_PROTO, REGISTRY_FEED_SERVICE), {
     ChangesSince: (call: grpc.ServerUnaryCall<ChangesSinceRequest, ChangesSinceResponse>, callback: grpc.sendUnaryData<ChangesSinceResponse>) => {
       if (!hasInternalToken(call.metadata, acceptedTokens)) {
@@ -109,59 +128,17 @@ export function addFeedService(
         },
       );
     },
-    TenantLimits: (call: grpc.ServerUnaryCall<TenantLimitsRequest, TenantLimitsResponse>, callback: grpc.sendUnaryData<TenantLimitsResponse>) => {
-      if (!hasInternalToken(call.metadata, acceptedTokens)) {
-        metrics.rulesCall('unauthenticated');
-        callback(grpcError('invalid_internal_token'));
-        return;
-      }
-      const tenantId = call.request.tenant_id;
-      if (!limits) return callback(grpcError('unavailable'));
-      limits.snapshot(tenantId).then(
-        (s) => callback(null, s ? { found: true, limits_json: JSON.stringify(s.limits), limits_version: s.version, as_of_seq: s.asOfSeq } : { found: false, limits_json: '', limits_version: 0, as_of_seq: 0 }),
-        (err: unknown) => {
-          logger.warn({ err: (err as Error).message, tenant_id: isCanonicalUuid(tenantId) ? tenantId : undefined }, 'TenantLimits failed');
-          callback(grpcError('unavailable'));
-        },
-      );
-    },
-    TenantCallbacks: (call: grpc.ServerUnaryCall<TenantCallbacksRequest, TenantCallbacksResponse>, callback: grpc.sendUnaryData<TenantCallbacksResponse>) => {
-      if (!hasInternalToken(call.metadata, acceptedTokens)) {
-        metrics.rulesCall('unauthenticated');
-        callback(grpcError('invalid_internal_token'));
-        return;
-      }
-      const tenantId = call.request.tenant_id;
-      if (!callbacks) return callback(grpcError('unavailable'));
-      callbacks.snapshot(tenantId).then(
-        (s) =>
-          callback(
-            null,
-            s
-              ? { found: true, settings_json: s.settings ? JSON.stringify(callbackSettingsJson(s.settings)) : '', secrets: s.secrets, version: s.version, as_of_seq: s.asOfSeq }
-              : { found: false, settings_json: '', secrets: [], version: 0, as_of_seq: 0 },
-          ),
-        (err: unknown) => {
-          logger.warn({ err: (err as Error).message, tenant_id: isCanonicalUuid(tenantId) ? tenantId : undefined }, 'TenantCallbacks failed');
-          callback(grpcError('unavailable'));
-        },
-      );
-    },
-    TenantWebhooks: (call: grpc.ServerUnaryCall<TenantWebhooksRequest, TenantWebhooksResponse>, callback: grpc.sendUnaryData<TenantWebhooksResponse>) => {
-      if (!hasInternalToken(call.metadata, acceptedTokens)) {
-        metrics.rulesCall('unauthenticated');
-        callback(grpcError('invalid_internal_token'));
-        return;
-      }
-      const tenantId = call.request.tenant_id;
-      if (!webhooks) return callback(grpcError('unavailable'));
-      webhooks.interest(tenantId).then(
-        (s) => callback(null, s ? { found: true, events: s.events, version: s.version, as_of_seq: s.asOfSeq } : { found: false, events: [], version: 0, as_of_seq: 0 }),
-        (err: unknown) => {
-          logger.warn({ err: (err as Error).message, tenant_id: isCanonicalUuid(tenantId) ? tenantId : undefined }, 'TenantWebhooks failed');
-          callback(grpcError('unavailable'));
-        },
-      );
-    },
+    TenantLimits: tenantSnapshot('TenantLimits', limits && ((id) => limits.snapshot(id)), (s) => ({ found: true, limits_json: JSON.stringify(s.limits), limits_version: s.version, as_of_seq: s.asOfSeq }), {
+      found: false, limits_json: '', limits_version: 0, as_of_seq: 0,
+    } satisfies TenantLimitsResponse),
+    TenantCallbacks: tenantSnapshot(
+      'TenantCallbacks',
+      callbacks && ((id) => callbacks.snapshot(id)),
+      (s) => ({ found: true, settings_json: s.settings ? JSON.stringify(callbackSettingsJson(s.settings)) : '', secrets: s.secrets, version: s.version, as_of_seq: s.asOfSeq }),
+      { found: false, settings_json: '', secrets: [], version: 0, as_of_seq: 0 } satisfies TenantCallbacksResponse,
+    ),
+    TenantWebhooks: tenantSnapshot('TenantWebhooks', webhooks && ((id) => webhooks.interest(id)), (s) => ({ found: true, events: s.events, version: s.version, as_of_seq: s.asOfSeq }), {
+      found: false, events: [], version: 0, as_of_seq: 0,
+    } satisfies TenantWebhooksResponse),
   });
 }
