@@ -75,7 +75,11 @@ async function main(): Promise<Running> {
     await rt.start();
     started.push(rt);
     realtimeServer = rt;
-    const gw = await gateway.createServer(configs.gateway, { bus });
+    // The gateway's /ws goes to this realtime: hand each upgrade over in-process
+    // rather than pipe it through a second socket (#34), unless REALTIME_URL
+    // names another realtime.
+    const handoff = process.env.REALTIME_URL ? undefined : rt.handleUpgrade;
+    const gw = await gateway.createServer(configs.gateway, { bus, ...(handoff && { wsHandoff: handoff }) });
     await gw.start();
     started.push(gw);
 

@@ -69,6 +69,9 @@ describe('npm start on the embedded default', () => {
     });
     expect(posted.status).toBe(201);
     expect((await sock.next((f) => f.type === 'message')).data).toBe('hello');
+    // In one process the gateway hands the upgrade to realtime on the client's own socket (#34): no second socket, no copy.
+    const gatewayMetrics = await (await fetch(`http://127.0.0.1:${env.GATEWAY_OPS_PORT}/metrics`)).text();
+    expect(gatewayMetrics).toMatch(/^gateway_ws_upgrades_handed_off_total\{[^}]*\} 1$/m);
 
     // Per-tenant limits on the embedded default (#30): set with the CLI, in force at its answer.
     const limited = await runCommand('npm', ['run', '--silent', 'admin', '--', 'set-limits', tenant.tenant_id, '--set', 'publish_rate_per_s=1', '--set', 'publish_burst=2', '--set', 'max_message_bytes=10'], { DATA_DIR: dataDir, REGISTRY_URL: env.REGISTRY_URL });

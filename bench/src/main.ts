@@ -18,6 +18,7 @@ import { verifierTransport } from './scenarios/verifier-transport';
 import { usageMetering } from './scenarios/usage-metering';
 import { verifyCore } from './scenarios/verify-core';
 import { webhooks, webhooksHang } from './scenarios/webhooks';
+import { wholeMachine } from './scenarios/whole-machine';
 import { startStack, type Stack } from './stack/stack';
 
 /**
@@ -39,6 +40,7 @@ const SCENARIOS: Record<string, Scenario> = {
   'webhooks-hang': webhooksHang,
   scale: instanceScale,
   'cluster-fanout': clusterFanout,
+  'whole-machine': wholeMachine,
 };
 /**
  * Too long for --quick (about a minute per deployment); runs there only when named in --only.

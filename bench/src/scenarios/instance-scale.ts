@@ -1,15 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import { freeLoopbackPort } from '@service-relay/testkit';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { failedRow, makeRow, type Row } from '../lib/result-schema';
 import { sleep, withWorkers, type Scenario } from '../lib/scenario';
 import { percentile } from '../lib/stats';
 import type { TenantKey } from '../lib/tokens';
-import { cpuShare, onHardExit, type WorkerHandle } from '../lib/workers';
-import { adminCall, createTenantThrough } from '../stack/stack';
+import { cpuShare, type WorkerHandle } from '../lib/workers';
+import { startEmbedded } from '../lib/embedded';
 
 /**
  * Issue #15 item 3: one realtime instance filled to 19,000 authenticated
@@ -195,57 +190,24 @@ export const instanceScale: Scenario = {
         }
       });
 
-      // The embedded default: every service in one process, as `npm start` runs it.
-      const dataDir = mkdtempSync(join(tmpdir(), 'relay-bench-embedded-'));
-      const dropHook = onHardExit(() => rmSync(dataDir, { recursive: true, force: true }));
-      try {
-        const embedded = await guarded('embedded', log, async () => {
-          const ports = {
-            REGISTRY_HTTP_PORT: await freeLoopbackPort(),
-            REGISTRY_GRPC_PORT: await freeLoopbackPort(),
-            VERIFIER_GRPC_PORT: await freeLoopbackPort(),
-            VERIFIER_HTTP_PORT: await freeLoopbackPort(),
-            REALTIME_PORT: await freeLoopbackPort(),
-            GATEWAY_PORT: await freeLoopbackPort(),
-            REGISTRY_OPS_PORT: await freeLoopbackPort(),
-            REALTIME_OPS_PORT: await freeLoopbackPort(),
-            GATEWAY_OPS_PORT: await freeLoopbackPort(),
+      // The embedded default, reached as a README user does: through the gateway's
+      // port (the one origin), which hands each upgrade to realtime in its process.
+      const embedded = await guarded('embedded', log, async () => {
+        const one = await startEmbedded(spawn, 'embedded', LIMITS);
+        try {
+          const target: Target = {
+            label: 'embedded',
+            describe: 'the embedded default (`npm start`: every service in one process, in-process bus, PGlite), through the gateway port',
+            ws: one.gatewayWs,
+            server: one.host,
+            createTenant: () => one.createTenant(),
+            admin: (path) => one.admin(path),
           };
-          const adminToken = randomBytes(32).toString('base64url');
-          const env = {
-            ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
-            DATA_DIR: dataDir,
-            ADMIN_TOKEN: adminToken,
-            INTERNAL_TOKEN: randomBytes(32).toString('base64url'),
-            SECRETS_KEY: randomBytes(32).toString('base64'),
-            LOG_LEVEL: 'warn',
-            HOST_FETCH_RATE_LIMIT: '1000',
-            PUBLISH_RATE_PER_S: '1000000',
-            PUBLISH_BURST: '1000000',
-            ...LIMITS,
-          };
-          const host = await spawn('embedded-host', { label: 'embedded' });
-          try {
-            await host.call('start', { env }, 120_000);
-            const registryHttp = `http://127.0.0.1:${ports.REGISTRY_HTTP_PORT}`;
-            const gatewayUrl = `http://127.0.0.1:${ports.GATEWAY_PORT}`;
-            const target: Target = {
-              label: 'embedded',
-              describe: 'the embedded default: every service in one process, in-process bus, PGlite',
-              ws: `ws://127.0.0.1:${ports.REALTIME_PORT}`,
-              server: host,
-              createTenant: () => createTenantThrough(registryHttp, gatewayUrl, adminToken),
-              admin: (path) => adminCall(registryHttp, adminToken, path),
-            };
-            return await measure(target, spawn, log);
-          } finally {
-            await host.stop(5000);
-          }
-        });
-        return [...deployed, ...embedded];
-      } finally {
-        rmSync(dataDir, { recursive: true, force: true });
-        dropHook();
-      }
+          return await measure(target, spawn, log);
+        } finally {
+          await one.stop();
+        }
+      });
+      return [...deployed, ...embedded];
     }),
 };

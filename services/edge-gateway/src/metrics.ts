@@ -24,6 +24,8 @@ export interface GatewayMetrics {
   observeLane(current: () => { active: number; queued: number }): void;
   websocketOpened(): void;
   websocketClosed(): void;
+  /** An upgrade handed to realtime in this process (`npm start`): realtime answers and counts it. */
+  upgradeHandedOff(): void;
   auth: AuthObserver;
 }
 
@@ -54,6 +56,7 @@ export function createGatewayMetrics(): GatewayMetrics {
   const refusedLimited = new Counter({ name: 'gateway_refused_auth_limited_total', help: 'Requests answered 429 because their client address is past its budget of refused credentials', labelNames: ['route'], registers: [registry] });
   const shed = new Counter({ name: 'gateway_shed_requests_total', help: 'Requests answered 503 before any work, by the bound that was passed', labelNames: ['reason'], registers: [registry] });
   const websockets = new Gauge({ name: 'gateway_websockets', help: 'WebSockets proxied to realtime, open now', registers: [registry] });
+  const handedOff = new Counter({ name: 'gateway_ws_upgrades_handed_off_total', help: 'WebSocket upgrades handed to realtime in this process (npm start), which answers and counts them', registers: [registry] });
   let load: () => { inFlight: number; eventLoopDelayMs: number } = () => ({ inFlight: 0, eventLoopDelayMs: 0 });
   new Gauge({ name: 'gateway_requests_in_flight', help: 'Requests admitted and not yet answered', registers: [registry], collect() {
     this.set(load().inFlight);
@@ -98,6 +101,7 @@ export function createGatewayMetrics(): GatewayMetrics {
     shed: (reason) => shed.inc({ reason }),
     websocketOpened: () => websockets.inc(),
     websocketClosed: () => websockets.dec(),
+    upgradeHandedOff: () => handedOff.inc(),
     auth: {
       cacheHit: () => cacheHits.inc(),
       cacheMiss: () => cacheMisses.inc(),

@@ -16,7 +16,7 @@ import { createGatewayMetrics } from './metrics';
 import { gatewayReadiness } from './http/readiness';
 import { createUpstreamAgent } from './http/upstream-agent';
 import { roundRobin } from './http/upstream-pool';
-import { createWsProxy } from './http/ws-proxy';
+import { createWsProxy, type WsHandoff } from './http/ws-proxy';
 
 export interface GatewayDeps {
   /** The launcher's shared bus; the gateway then leaves closing it to the launcher. */
@@ -30,6 +30,12 @@ export interface GatewayDeps {
   tracing?: Tracing;
   /** Where usage flushes go (#30); default: the registry's Usage.Flush when the gateway pulls its own feed, else none (nothing metered). */
   usageSink?: UsageSink;
+  /**
+   * Realtime's `upgrade` listener when realtime runs in this process (`npm
+   * start`): `/ws` upgrades are handed to it, socket and all, instead of
+   * being piped to REALTIME_URL through a second socket (#34).
+   */
+  wsHandoff?: WsHandoff;
 }
 
 export interface GatewayServer {
@@ -95,7 +101,7 @@ export function createServer(config: GatewayConfig, deps: GatewayDeps = {}): Gat
   // check continue it: the proxy copies the traceparent this sets.
   const server = createListener(traceRequests(tracing, app, { forward: true }), config, logger);
   // One public origin: WebSocket upgrades on /ws go to realtime (which verifies the token), under the same connection guard.
-  const wsProxy = createWsProxy({ realtime: roundRobin(config.realtimeUrls), timeoutMs: config.upstreamTimeoutMs, maxRequestHeaders: config.maxRequestHeaders, trustProxy: config.trustProxy, logger, metrics });
+  const wsProxy = createWsProxy({ ...(deps.wsHandoff && { handoff: deps.wsHandoff }), realtime: roundRobin(config.realtimeUrls), timeoutMs: config.upstreamTimeoutMs, maxRequestHeaders: config.maxRequestHeaders, trustProxy: config.trustProxy, logger, metrics });
   server.on('upgrade', traceUpgrades(tracing, wsProxy.handle));
   let port = 0;
   let opsPort = 0;

@@ -113,6 +113,12 @@ export interface RealtimeServer {
   readonly usage: UsageMetering | undefined;
   /** Every refusal by a limit, per tenant (#30): usage metering listens here. */
   readonly refusals: TenantRefusals;
+  /**
+   * This server's `upgrade` listener, for a gateway in the same process
+   * (`npm start`): it hands `/ws` upgrades over here instead of piping them
+   * through a second socket (#34). The same checks as on realtime's own port.
+   */
+  readonly handleUpgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 }
 
 /** HTTP + WebSocket on one port (/ws, the tenant REST API behind the gateway, /healthz), and the ops endpoints on another. */
@@ -279,13 +285,14 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
   // WebSockets keep their socket, so they count toward the caps for as long as they are open.
   guardConnections(server, config.connectionLimits, logger);
   const upgrade = traceUpgrades(tracing, createUpgradeHandler({ wss, registry, scheduler, metrics, logger, tenantConnections, limits, refusals, accept, ...(webhookInterest && { webhookInterest }) }));
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (cutoff.serving()) return upgrade(req, socket, head);
+  const handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    if (cutoff.serving()) return void upgrade(req, socket, head);
     // Cut off from the tenant feed: refused before any token is looked at (the client retries, elsewhere).
     metrics.upgrades.inc({ result: 'unavailable' });
     socket.on('error', ignoreError);
     socket.end(rawErrorResponse('unavailable'));
-  });
+  };
+  server.on('upgrade', handleUpgrade);
 
   let port = config.port;
   let opsPort = config.opsPort;
@@ -296,6 +303,7 @@ export function createServer(config: Readonly<RealtimeConfig>, deps: RealtimeDep
     metrics,
     usage,
     refusals,
+    handleUpgrade,
     get port() {
       return port;
     },

@@ -8,9 +8,18 @@ import { clientAddress } from './request-context';
 import type { UpstreamPool } from './upstream-pool';
 import { closeFrame, FrameBoundary } from './ws-frames';
 
+/** Realtime's own `upgrade` listener, in this process: it answers the handshake on the client's socket. */
+export type WsHandoff = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+
 export interface WsProxyOptions {
   /** Realtime instances; each upgrade goes to the next one. */
   realtime: UpstreamPool;
+  /**
+   * Set when realtime runs in this process: after the edge checks, an upgrade
+   * is handed to it instead of piped (no second socket, no copy of every
+   * frame). Realtime then answers it, logs refusals and counts it.
+   */
+  handoff?: WsHandoff;
   /** The upstream must answer the handshake within this (UPSTREAM_TIMEOUT_MS), else 504. */
   timeoutMs: number;
   maxRequestHeaders: number;
@@ -71,6 +80,12 @@ export function createWsProxy(opts: WsProxyOptions): WsProxy {
       if (req.httpVersion === '1.1' && req.headers.host === undefined) return refuse('bad_request');
       if ((req.url ?? '').split('?', 1)[0] !== WS_PATH) return refuse('not_found');
 
+      if (opts.handoff) {
+        handOver(req, requestId);
+        opts.handoff(req, socket, head);
+        opts.metrics.upgradeHandedOff();
+        return resolve();
+      }
       const headers = forwardedHeaders(req, requestId);
       const attempt = (tried: number) => {
         const target = new URL(opts.realtime.next());
@@ -163,6 +178,14 @@ function forwardedHeaders(req: IncomingMessage, requestId: string): OutgoingHttp
   out.upgrade = req.headers.upgrade ?? 'websocket';
   out['x-request-id'] = requestId;
   return out;
+}
+
+/** The same edge rules as forwardedHeaders, applied in place for a handoff: realtime reads these very headers. */
+function handOver(req: IncomingMessage, requestId: string): void {
+  for (const name of Object.keys(req.headers)) {
+    if (name.startsWith('x-relay-') || name === INTERNAL_TOKEN_HEADER) delete req.headers[name];
+  }
+  req.headers['x-request-id'] = requestId;
 }
 
 function switchingProtocols(res: IncomingMessage, requestId: string): string {

@@ -2,6 +2,7 @@ import { createLogger, type Clock, type Env } from '@service-relay/core';
 import { ManualTenantFeed, MemoryTenantEventBus, type TenantEventBus } from '@service-relay/tenant-events';
 import { FakeVerifier } from '@service-relay/testkit';
 import { loadConfig, type GatewayConfig } from '../config';
+import type { WsHandoff } from '../http/ws-proxy';
 import { createServer, type GatewayServer } from '../server';
 import { startStubUpstream, type StubUpstream } from './stub-upstream';
 
@@ -33,6 +34,8 @@ export interface HarnessOptions {
   verifier?: FakeVerifier;
   registry?: StubUpstream;
   realtime?: StubUpstream;
+  /** Realtime's upgrade listener in the same process, as `npm start` passes it. */
+  wsHandoff?: WsHandoff;
 }
 
 /** A real gateway on port 0 in front of a fake verifier and two stub upstreams. */
@@ -57,7 +60,7 @@ export async function startGatewayHarness(opts: HarnessOptions = {}): Promise<Ga
   const logs: string[] = [];
   const logger = createLogger({ service: 'edge-gateway', level: config.logLevel, destination: { write: (line: string) => void logs.push(line) } });
   const feed = opts.feed ?? new ManualTenantFeed();
-  const gateway = createServer(config, { bus, feed, logger, clock: opts.clock });
+  const gateway = createServer(config, { bus, feed, logger, clock: opts.clock, ...(opts.wsHandoff && { wsHandoff: opts.wsHandoff }) });
   await gateway.start();
   return {
     url: `http://127.0.0.1:${gateway.port}`,
