@@ -13,6 +13,7 @@ import { connMemory } from './scenarios/conn-memory';
 import { fanout } from './scenarios/fanout';
 import { gateway } from './scenarios/gateway';
 import { instanceScale } from './scenarios/instance-scale';
+import { latency } from './scenarios/latency';
 import { revocation } from './scenarios/revocation';
 import { verifierTransport } from './scenarios/verifier-transport';
 import { usageMetering } from './scenarios/usage-metering';
@@ -33,6 +34,7 @@ const SCENARIOS: Record<string, Scenario> = {
   fanout,
   'conn-memory': connMemory,
   'connect-rate': connectRate,
+  latency,
   revocation,
   'channel-rules': channelRules,
   usage: usageMetering,

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { skipRepeatedWsEnds } from '@service-relay/core';
 import WebSocket from 'ws';
+import { LatencyLog, pace, stampReader } from '../lib/latency-probe';
 import { serveWorker } from '../lib/worker-runtime';
 import { signTokens, type TenantKey } from '../lib/tokens';
 import { PROTOCOLS, type Level, type Variant } from '../lib/ws-protocols';
@@ -17,6 +18,8 @@ interface Group {
   sockets: WebSocket[];
   delivered: number;
   closes: Array<{ at: number; code: number }>;
+  /** The `latency` scenario's sampled subscribers' latencies (open's sampleEvery). */
+  latency?: LatencyLog;
 }
 
 interface OpenArgs {
@@ -28,6 +31,8 @@ interface OpenArgs {
   level: Level;
   topic?: string;
   key?: TenantKey;
+  /** Every n-th socket also reads the send stamps of what it gets (lib/latency-probe.ts); the rest only count. */
+  sampleEvery?: number;
 }
 
 const groups = new Map<string, Group>();
@@ -55,6 +60,7 @@ async function openOne(g: Group, args: OpenArgs, token: string | undefined): Pro
   }
   // ws would build and drop errors as each close completes: a client process's CPU, not the server's.
   skipRepeatedWsEnds(ws);
+  if (args.sampleEvery && g.sockets.length % args.sampleEvery === 0) ws.on('message', stampReader((g.latency ??= new LatencyLog()).add));
   // Delivered messages are counted, not parsed: the client side stays cheap.
   // Peers that pack several messages into one frame count them by their headers.
   const counter = proto.counter?.(ws);
@@ -180,6 +186,29 @@ async function publishStop({ group }: { group: string }) {
   return { sent: p.sent, echoed: p.echoed };
 }
 
+const pacers = new Map<string, { ws: WebSocket; pacer: { stop(): number } }>();
+
+/** A publisher at a fixed rate, each message stamped with its send time (the `latency` scenario). */
+async function paceStart(args: { group: string; variant: Variant; base: string; topic: string; rate: number; bytes: number; key?: TenantKey }) {
+  const proto = PROTOCOLS[args.variant];
+  const token = args.key ? signTokens(args.key, 1)[0] : undefined;
+  const ws = new WebSocket(proto.url(args.base), proto.protocols ?? [], { headers: proto.headers(token), perMessageDeflate: false });
+  ws.on('error', () => {});
+  await proto.handshake(ws, 'ready', args.topic);
+  const pacer = pace(args.rate, args.bytes, (payload) => ws.send(proto.publishFrame(args.topic, payload)));
+  pacers.set(args.group, { ws, pacer });
+  return { started: true };
+}
+
+function paceStop({ group }: { group: string }) {
+  const p = pacers.get(group);
+  if (!p) return { sent: 0 };
+  pacers.delete(group);
+  const sent = p.pacer.stop();
+  p.ws.terminate();
+  return { sent };
+}
+
 interface Churn {
   timer: NodeJS.Timeout;
   started: number;
@@ -249,6 +278,13 @@ serveWorker(
     awaitClosed: awaitClosed,
     publishStart: publishStart,
     publishStop: publishStop,
+    latencyReset: ({ group }: { group: string }) => {
+      groups.get(group)?.latency?.reset();
+      return { reset: true };
+    },
+    latencyTake: ({ group }: { group: string }) => groups.get(group)?.latency?.take() ?? { samples: [], loopDelayP99Ms: 0, loopDelayMaxMs: 0 },
+    paceStart: paceStart,
+    paceStop: paceStop,
     churnStart: churnStart,
     churnStop: churnStop,
   },
