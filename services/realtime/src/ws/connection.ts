@@ -1,5 +1,6 @@
 import { codeOf, skipRepeatedWsEnds, type ErrorCode } from '@service-relay/core';
 import type { VerifiedIdentity } from '@service-relay/verifier-client';
+import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import type { TenantSlot } from '../limits/tenant-connections';
 import { expiryQueueOf } from '../timers/expiry-queue';
@@ -10,6 +11,7 @@ import { parseClientFrame, replyFrame, type ClientFrame, type Ref } from './clie
 import { ALWAYS, type ConnectionContext, type FrameConnection, type LiveConnection } from './connection-context';
 import type { TrackedConnection } from './connection-registry';
 import { socketOf, writeTextFrame } from './server-frame';
+import { flushAtEndOfTick, type TickFlushable } from './tick-flush';
 import { TokenRefresh } from './token-refresh';
 import type { TenantUsage } from '@service-relay/core';
 
@@ -40,7 +42,7 @@ function onError(this: WebSocket, err: Error): void {
  * and token refresh (ws/token-refresh.ts) are handled elsewhere, on state
  * made when first needed.
  */
-export class Connection implements TrackedConnection, FrameConnection, LiveConnection {
+export class Connection implements TrackedConnection, FrameConnection, LiveConnection, TickFlushable {
   /** Subscriptions, publishes and presence; made on the first such frame. */
   private channels: ChannelFrames | undefined;
   /** `auth` frames; made on the first one. */
@@ -50,6 +52,8 @@ export class Connection implements TrackedConnection, FrameConnection, LiveConne
   private closeCode: number | undefined;
   /** A flush of this tick's frames (and the socket's uncork) is scheduled. */
   private tickPending = false;
+  /** The socket corked for this tick (connections without batches only). */
+  private corked: Socket | undefined;
   /** Frames held for this tick's `batch` frame (batching connections only). */
   private held: Array<Buffer | string> | undefined;
   private heldBytes = 0;
@@ -166,7 +170,7 @@ export class Connection implements TrackedConnection, FrameConnection, LiveConne
       usage.deliveries += 1;
       usage.bytesOut += typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length;
     }
-    this.flushAtEndOfTick();
+    if (!this.tickPending) this.holdTick();
     if (this.batching === 'none') return this.write(frame);
     (this.held ??= []).push(frame);
     this.heldBytes += frame.length;
@@ -195,18 +199,26 @@ export class Connection implements TrackedConnection, FrameConnection, LiveConne
   /**
    * Frames sent in one tick (a burst of messages arrives in one read from
    * Redis or from a publisher) leave in one socket write instead of one each:
-   * the socket is corked until the next tick, when held frames are flushed.
+   * a batching connection holds them for one `batch` frame; any other has its
+   * socket corked until the flush. Every connection's flush runs on one
+   * shared end-of-tick pass (ws/tick-flush.ts).
    */
-  private flushAtEndOfTick(): void {
-    if (this.tickPending) return;
+  private holdTick(): void {
     this.tickPending = true;
-    const socket = socketOf(this.ws);
-    socket?.cork();
-    process.nextTick(() => {
-      this.tickPending = false;
-      this.flushHeld();
-      socket?.uncork();
-    });
+    if (this.batching === 'none') {
+      this.corked = socketOf(this.ws);
+      this.corked?.cork();
+    }
+    flushAtEndOfTick(this);
+  }
+
+  /** End of the tick: the held frames go out (tick-flush.ts calls this). */
+  flushTick(): void {
+    this.tickPending = false;
+    this.flushHeld();
+    const corked = this.corked;
+    this.corked = undefined;
+    corked?.uncork();
   }
 
   send(text: string): void {
