@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freeLoopbackPort } from '@service-relay/testkit';
-import { adminCall, createTenantThrough } from '../stack/stack';
+import { adminCall, createTenantThrough } from './admin';
 import type { TenantKey } from './tokens';
 import { onHardExit, type StartOptions, type WorkerHandle } from './workers';
 

@@ -8,12 +8,14 @@ import type { Level, Variant } from '../lib/ws-protocols';
 
 const ROW = { name: 'connect_rate_ratio', unit: 'conn/s', baselineName: 'bare ws handshakes', target: 0.5 };
 const NATS = { name: 'connect_subscribe_vs_nats', unit: 'conn/s', baselineName: 'nats-server over WebSocket', target: 1.0 };
+/** #34 item 1: the same connect + subscribe through the one origin of `npm start` (the gateway's port), at least 0.8x nats-server's. */
+const GATEWAY = { name: 'gateway_connect_subscribe_vs_nats', unit: 'conn/s', baselineName: 'nats-server over WebSocket', target: 0.8 };
 const CLIENT_PROCESSES = 2;
 const IN_FLIGHT_PER_PROCESS = 25;
 /** The one channel every connect+subscribe joins (many users entering one room). */
 const CHANNEL = 'bench-connect';
 
-type Target = 'relay' | 'ws' | 'relaySub' | 'nats';
+type Target = 'relay' | 'ws' | 'relaySub' | 'origin' | 'nats';
 interface TargetSpec {
   variant: Variant;
   level: Level;
@@ -35,7 +37,7 @@ interface TargetSpec {
  * The connections are held until the run ends, then closed.
  */
 export const connectRate: Scenario = {
-  rows: [ROW, NATS],
+  rows: [ROW, NATS, GATEWAY],
   run: (ctx) =>
     withWorkers(async (spawn) => {
       const { budget, stack } = ctx;
@@ -50,6 +52,8 @@ export const connectRate: Scenario = {
         ws: { variant: 'ws', level: 'open', base: `ws://127.0.0.1:${port}`, server: ws },
         relaySub: { variant: 'relay', level: 'subscribed', base: stack.realtimeWs, server: relay, key: stack.key, topic },
       };
+      const origin = await stack.oneOrigin();
+      targets.origin = { variant: 'relay', level: 'subscribed', base: origin.gatewayWs, server: origin.host, key: origin.key, topic: `tenants/${origin.key.tenantId}/channels/${CHANNEL}` };
       if (typeof nats !== 'string') targets.nats = { variant: 'nats', level: 'subscribed', base: nats.base, server: nats.worker, topic };
       const order = Object.keys(targets) as Target[];
       // The CPU shares are taken over the connects alone (closing them and the pause after would dilute them).
@@ -80,9 +84,9 @@ export const connectRate: Scenario = {
       // processes were still compiling through a quarter run: the first timed
       // round read about half the later ones, for bare ws as for ours.
       for (const t of order) await once(t, per);
-      const figures: Record<Target, number[]> = { relay: [], ws: [], relaySub: [], nats: [] };
-      const busiest: Record<Target, string> = { relay: '', ws: '', relaySub: '', nats: '' };
-      const us: Record<Target, Array<{ server: number; verifier: number; clients: number }>> = { relay: [], ws: [], relaySub: [], nats: [] };
+      const figures: Record<Target, number[]> = { relay: [], ws: [], relaySub: [], origin: [], nats: [] };
+      const busiest: Record<Target, string> = { relay: '', ws: '', relaySub: '', origin: '', nats: '' };
+      const us: Record<Target, Array<{ server: number; verifier: number; clients: number }>> = { relay: [], ws: [], relaySub: [], origin: [], nats: [] };
       for (let round = 0; round < budget.connectRuns; round++) {
         for (const t of rotate(order, round)) {
           const { rate, busiest: cpu, us: perConnect } = await once(t, per);
@@ -99,18 +103,30 @@ export const connectRate: Scenario = {
       };
       return [
         makeRow({ ...ROW, ours: figures.relay, baseline: figures.ws, quick: budget.quick, limitedBy: busiest.relay, baselineLimitedBy: busiest.ws, note: `${note}; CPU-µs per connect: ours ${cpuOf('relay', 'realtime', true)}; bare ws ${cpuOf('ws', 'ws-baseline', false)}` }),
-        typeof nats === 'string'
-          ? failedRow(NATS.name, NATS.unit, NATS.baselineName, NATS.target, nats)
-          : makeRow({
-              ...NATS,
-              baselineName: `nats-server ${nats.version} over WebSocket`,
-              ours: figures.relaySub,
-              baseline: figures.nats,
-              quick: budget.quick,
-              limitedBy: busiest.relaySub,
-              baselineLimitedBy: busiest.nats,
-              note: `${note}, each subscribing to one shared channel; ours: upgrade (token verified), ready, subscribe, subscribed; nats: upgrade, INFO, CONNECT + SUB + PING, PONG; CPU-µs per connect: ours ${cpuOf('relaySub', 'realtime', true)}; nats ${cpuOf('nats', 'nats-server', false)}`,
-            }),
+        ...(typeof nats === 'string'
+          ? [failedRow(NATS.name, NATS.unit, NATS.baselineName, NATS.target, nats), failedRow(GATEWAY.name, GATEWAY.unit, GATEWAY.baselineName, GATEWAY.target, nats)]
+          : [
+              makeRow({
+                ...NATS,
+                baselineName: `nats-server ${nats.version} over WebSocket`,
+                ours: figures.relaySub,
+                baseline: figures.nats,
+                quick: budget.quick,
+                limitedBy: busiest.relaySub,
+                baselineLimitedBy: busiest.nats,
+                note: `${note}, each subscribing to one shared channel; ours: upgrade (token verified), ready, subscribe, subscribed; nats: upgrade, INFO, CONNECT + SUB + PING, PONG; CPU-µs per connect: ours ${cpuOf('relaySub', 'realtime', true)}; nats ${cpuOf('nats', 'nats-server', false)}`,
+              }),
+              makeRow({
+                ...GATEWAY,
+                baselineName: `nats-server ${nats.version} over WebSocket`,
+                ours: figures.origin,
+                baseline: figures.nats,
+                quick: budget.quick,
+                limitedBy: busiest.origin,
+                baselineLimitedBy: busiest.nats,
+                note: `${note}; ours through npm start's gateway port (every service in one process; the gateway hands the upgrade to realtime), the same connect + subscribe; CPU-µs per connect: ours ${cpuOf('origin', 'npm start', false)}; nats ${cpuOf('nats', 'nats-server', false)}`,
+              }),
+            ]),
       ];
     }),
 };

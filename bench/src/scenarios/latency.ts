@@ -54,6 +54,8 @@ export interface LatencyRound {
 
 const UNIT = 'ms p99';
 const P99_VS_NATS: LatencyRowSpec = { name: 'latency_p99_vs_nats', unit: UNIT, baselineName: 'nats-server over WebSocket', target: 1.0, ours: 'relay', baseline: 'nats' };
+/** #34 item 1: the same through the one origin a README user connects to (`npm start`'s gateway port). */
+const GATEWAY_P99_VS_NATS: LatencyRowSpec = { name: 'gateway_latency_p99_vs_nats', unit: UNIT, baselineName: 'nats-server over WebSocket', target: 1.0, ours: 'origin', baseline: 'nats' };
 
 function percentileOfSorted(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return NaN;
@@ -159,17 +161,20 @@ export function latencyRow(spec: LatencyRowSpec, measured: Record<string, Latenc
  * nats-server over WebSocket on the same clients.
  */
 export const latency: Scenario = {
-  rows: [P99_VS_NATS],
+  rows: [P99_VS_NATS, GATEWAY_P99_VS_NATS],
   run: (ctx) =>
     withWorkers(async (spawn) => {
       const { budget, stack } = ctx;
       const nats = await startPeer(spawn, 'nats');
-      if (typeof nats === 'string') return [failedRow(P99_VS_NATS.name, UNIT, P99_VS_NATS.baselineName, P99_VS_NATS.target, nats)];
+      if (typeof nats === 'string') return [P99_VS_NATS, GATEWAY_P99_VS_NATS].map((r) => failedRow(r.name, UNIT, r.baselineName, r.target, nats));
+      const origin = await stack.oneOrigin();
       const targets: LatencyTarget[] = [
         { name: 'relay', variant: 'relay', base: stack.realtimeWs, server: stack.workers.realtime, key: stack.key, topic: `tenants/${stack.key.tenantId}/channels/bench-latency` },
+        { name: 'origin', variant: 'relay', base: origin.gatewayWs, server: origin.host, key: origin.key, topic: `tenants/${origin.key.tenantId}/channels/bench-latency` },
         { name: 'nats', variant: 'nats', base: nats.base, server: nats.worker, topic: 'bench/latency' },
       ];
       const measured = await measureLatency(ctx, spawn, targets, budget.quick ? 1 : FULL_ROUNDS);
-      return [latencyRow({ ...P99_VS_NATS, baselineName: `nats-server ${nats.version} over WebSocket` }, measured.rounds, budget.quick, measured.subscribers)];
+      const baselineName = `nats-server ${nats.version} over WebSocket`;
+      return [P99_VS_NATS, GATEWAY_P99_VS_NATS].map((spec) => latencyRow({ ...spec, baselineName }, measured.rounds, budget.quick, measured.subscribers));
     }),
 };

@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRedis, redisReady } from '@service-relay/core';
+import { adminCall, createTenantThrough } from '../lib/admin';
+import { startEmbedded, type Embedded } from '../lib/embedded';
 import type { TenantKey } from '../lib/tokens';
 import { onHardExit, startWorker, type WorkerHandle } from '../lib/workers';
 import type { ServiceName } from '../workers/service-host';
@@ -28,7 +30,21 @@ export interface Stack {
   admin(path: string, method?: string): Promise<Record<string, unknown>>;
   /** A new tenant through the admin API, its secret fetched through the gateway. */
   createTenant(): Promise<TenantKey>;
+  /**
+   * The one origin a README user connects to (#34): `npm start` in a worker
+   * of its own (every service in one process, in-process bus, PGlite) with a
+   * tenant of its own, started on first use and shared by the scenarios.
+   */
+  oneOrigin(): Promise<OneOrigin>;
   stop(): Promise<void>;
+}
+
+export interface OneOrigin {
+  /** The process serving it all (its CPU and RSS are the origin's). */
+  host: WorkerHandle;
+  /** ws://…:GATEWAY_PORT (the gateway hands /ws upgrades to realtime in its process). */
+  gatewayWs: string;
+  key: TenantKey;
 }
 
 export interface StackOptions {
@@ -85,23 +101,8 @@ async function dropPrefix(url: string, prefix: string): Promise<void> {
 }
 
 /** An admin API call to a registry; a non-2xx answer throws with its body. */
-export async function adminCall(registryHttp: string, adminToken: string, path: string, method = 'POST'): Promise<Record<string, unknown>> {
-  const res = await fetch(`${registryHttp}${path}`, { method, headers: { authorization: `Bearer ${adminToken}` } });
-  const body = (await res.json()) as Record<string, unknown>;
-  if (!res.ok) throw new Error(`admin ${method} ${path}: ${res.status} ${JSON.stringify(body)}`);
-  return body;
-}
-
-/** A new tenant through a registry's admin API, its secret fetched through a gateway as a host would. */
-export async function createTenantThrough(registryHttp: string, gatewayUrl: string, adminToken: string): Promise<TenantKey> {
-  const tenant = await adminCall(registryHttp, adminToken, '/admin/tenants');
-  const tenantId = String(tenant.tenant_id);
-  const basic = Buffer.from(`${String(tenant.host_sync_client_id)}:${String(tenant.host_sync_client_secret)}`).toString('base64');
-  const fetched = await fetch(`${gatewayUrl}/api/host/tenants/${tenantId}/jwt_secret/fetch`, { method: 'POST', headers: { authorization: `Basic ${basic}` } });
-  const body = (await fetched.json()) as { jwt_secret_primary?: string };
-  if (!fetched.ok || !body.jwt_secret_primary) throw new Error(`host-sync fetch through the gateway failed: ${fetched.status}`);
-  return { tenantId, secret: body.jwt_secret_primary };
-}
+const ORIGIN_LIMITS = ['MAX_CONNECTIONS_PER_ADDRESS', 'PUBLISH_RATE_PER_S', 'PUBLISH_BURST', 'MAX_CONNECTIONS_PER_TENANT', 'TENANT_PUBLISH_RATE_PER_S', 'TENANT_PUBLISH_BURST', 'HISTORY_TTL_S'];
+const pickEnv = (env: Record<string, string>, names: string[]) => Object.fromEntries(names.filter((n) => env[n] !== undefined).map((n) => [n, env[n]!]));
 
 export async function startStack(opts: StackOptions): Promise<Stack> {
   await checkRedis(opts.redisUrl);
@@ -150,7 +151,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     loadService('realtime', 'realtime'),
     loadService('edge-gateway', 'gateway'),
   ] as const;
+  let origin: Promise<{ one: Embedded; key: TenantKey }> | undefined;
   const stop = async () => {
+    const one = await origin?.catch(() => undefined);
+    await one?.one.stop();
     const settled = await Promise.allSettled(loading);
     // Reverse order: gateway first, registry last.
     await Promise.all(settled.reverse().map((s) => (s.status === 'fulfilled' ? s.value.stop(5000) : undefined)));
@@ -206,6 +210,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       startRealtime,
       admin,
       createTenant,
+      oneOrigin: async () => {
+        // The deployed stack's limits (per-address cap, publish rates), so both paths are held to the same bounds.
+        origin ??= startEmbedded((name, o) => startWorker(name, o), 'one-origin', pickEnv(env, ORIGIN_LIMITS)).then(async (one) => ({ one, key: await one.createTenant() }));
+        const { one, key } = await origin;
+        return { host: one.host, gatewayWs: one.gatewayWs, key };
+      },
       stop,
     };
   } catch (err) {
