@@ -70,7 +70,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.exit(130);
   });
 }
-const WATCHDOG_MS = quick ? 240_000 : 720_000;
+// A full run takes ~10 min on a quiet 2-core machine since every side-by-side row runs 5 rounds (#34); a loaded one takes longer.
+const WATCHDOG_MS = quick ? 240_000 : 900_000;
 setTimeout(() => {
   log(`watchdog: the bench ran over ${WATCHDOG_MS / 1000} s, killing everything`);
   killAllWorkers();

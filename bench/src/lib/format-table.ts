@@ -10,14 +10,21 @@ const fmt = (n: number): string => {
 
 const range = (median: number, min: number, max: number): string => `${fmt(median)} (${fmt(min)}–${fmt(max)})`;
 
+/** Rounds that held the target of all rounds (`4/5`); `–` for a row with one measurement a side. */
+export function roundsCell(row: Row): string {
+  const rounds = row.round_ratios;
+  if (!rounds || rounds.length === 0) return '–';
+  return `${rounds.filter((r) => r >= row.target).length}/${rounds.length}`;
+}
+
 function metCell(row: Row): string {
   if (row.met === null) return '–';
   return row.met ? 'yes' : 'NO';
 }
 
-/** The rows as aligned text: ours and baseline as median (min–max). */
+/** The rows as aligned text: ours and baseline as median (min–max); rounds: those that held the target. */
 export function formatTable(rows: readonly Row[]): string {
-  const header = ['name', 'ours (min–max)', 'baseline (min–max)', 'baseline', 'unit', 'ratio', 'target', 'met'];
+  const header = ['name', 'ours (min–max)', 'baseline (min–max)', 'baseline', 'unit', 'ratio', 'target', 'rounds', 'met'];
   const body = rows.map((r) => [
     r.name,
     range(r.ours, r.ours_min, r.ours_max),
@@ -26,6 +33,7 @@ export function formatTable(rows: readonly Row[]): string {
     r.unit,
     Number.isFinite(r.ratio) ? r.ratio.toFixed(2) : 'n/a',
     `≥ ${r.target}`,
+    roundsCell(r),
     metCell(r),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
@@ -33,13 +41,14 @@ export function formatTable(rows: readonly Row[]): string {
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
 }
 
-/** The same rows as a Markdown table, for the README. */
+/** The same rows as a Markdown table, for the README; rounds also lists each round's ratio. */
 export function formatMarkdown(rows: readonly Row[]): string {
-  const head = '| name | ours (min–max) | baseline (min–max) | baseline | unit | ratio | target | met |';
-  const sep = '|---|---|---|---|---|---|---|---|';
+  const head = '| name | ours (min–max) | baseline (min–max) | baseline | unit | ratio | target | rounds | met |';
+  const sep = '|---|---|---|---|---|---|---|---|---|';
+  const rounds = (r: Row) => (r.round_ratios?.length ? `${roundsCell(r)} (${r.round_ratios.map((x) => x.toFixed(2)).join(', ')})` : roundsCell(r));
   const body = rows.map(
     (r) =>
-      `| \`${r.name}\` | ${range(r.ours, r.ours_min, r.ours_max)} | ${range(r.baseline, r.baseline_min, r.baseline_max)} | ${r.baseline_name} | ${r.unit} | ${Number.isFinite(r.ratio) ? r.ratio.toFixed(2) : 'n/a'} | ≥ ${r.target} | ${metCell(r)} |`,
+      `| \`${r.name}\` | ${range(r.ours, r.ours_min, r.ours_max)} | ${range(r.baseline, r.baseline_min, r.baseline_max)} | ${r.baseline_name} | ${r.unit} | ${Number.isFinite(r.ratio) ? r.ratio.toFixed(2) : 'n/a'} | ≥ ${r.target} | ${rounds(r)} | ${metCell(r)} |`,
   );
   return [head, sep, ...body].join('\n');
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatMarkdown, formatMisses, formatTable } from './format-table';
+import { formatMarkdown, formatMisses, formatTable, roundsCell } from './format-table';
 import { failedRow, makeRow, roundFigure, roundsToMeet, toJson, validateResults, type Results } from './result-schema';
 import { rotate } from './scenario';
 import { percentile, summarize } from './stats';
@@ -85,14 +85,22 @@ describe('results schema and table', () => {
     expect(parsed.rows[2]!.met).toBe(false);
   });
 
-  it('prints one aligned line per row with median (min–max), ratio, target and met', () => {
+  it('prints one aligned line per row with median (min–max), ratio, target, rounds that held it and met', () => {
     const text = formatTable(rows);
     const lines = text.split('\n');
     expect(lines).toHaveLength(2 + rows.length);
-    expect(lines[2]).toMatch(/^gateway_auth_ratio\s+3,600 \(3,500–3,700\)\s+4,100 \(4,000–4,200\)\s+no auth\s+req\/s\s+0\.88\s+≥ 0\.85\s+yes$/);
+    expect(lines[2]).toMatch(/^gateway_auth_ratio\s+3,600 \(3,500–3,700\)\s+4,100 \(4,000–4,200\)\s+no auth\s+req\/s\s+0\.88\s+≥ 0\.85\s+3\/3\s+yes$/);
     expect(lines[3]).toContain('8.00');
-    expect(lines[4]).toMatch(/n\/a.*NO$/);
-    expect(formatMarkdown(rows).split('\n')).toHaveLength(2 + rows.length);
+    expect(lines[4]).toMatch(/n\/a.*–\s+NO$/);
+    const markdown = formatMarkdown(rows).split('\n');
+    expect(markdown).toHaveLength(2 + rows.length);
+    expect(markdown[2]).toContain('| 3/3 (0.88, 0.88, 0.88) | yes |');
+  });
+
+  it('counts the rounds that held the target, as met judges them', () => {
+    const fourOfFive = makeRow({ name: 'r', unit: 'msgs/s', baselineName: 'b', target: 0.95, ours: [100, 200, 300, 400, 100], baseline: [100, 190, 310, 390, 400], quick: false });
+    expect(roundsCell(fourOfFive)).toBe('4/5');
+    expect(roundsCell(makeRow({ name: 'one', unit: 'ms', baselineName: 'b', target: 1, ours: [5], baseline: [100], quick: false }))).toBe('–');
   });
 
   it('names the rows that missed their target', () => {

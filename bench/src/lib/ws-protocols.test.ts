@@ -42,5 +42,8 @@ describe('peer delivery counters', () => {
     expect(countMessages(Buffer.from(`{"type":"batch","topic":"t","frames":[${compact('1-1')},${compact('1-2')},${one},{"type":"join","topic":"t","member":{"user_id":"u"}}]}`))).toBe(3);
     expect(countMessages(Buffer.from('{"type":"ready","tenant_id":"t","user_id":"u","expires_at":1}'))).toBe(0);
     expect(PROTOCOLS.relay.url('ws://h:1')).toBe('ws://h:1/ws?batch=2');
+    expect(PROTOCOLS.relayPlain.url('ws://h:1')).toBe('ws://h:1/ws');
+    expect(PROTOCOLS.wsBatch.url('ws://h:1')).toBe('ws://h:1/?batch=2');
+    expect(PROTOCOLS.ws.url('ws://h:1')).toBe('ws://h:1/');
   });
 });

@@ -7,8 +7,10 @@ import type WebSocket from 'ws';
  * client, so every variant costs the client processes the same), and two
  * peers spoken minimally over the same client: nats-server (the NATS text
  * protocol) and mosquitto (MQTT 3.1.1, QoS 0), both over WebSocket.
+ * `relay` and `wsBatch` ask for compact batch frames (`?batch=2`, as the
+ * client SDK does); `relayPlain` and `ws` get one frame per message.
  */
-export type Variant = 'relay' | 'ws' | 'socketio' | 'nats' | 'mqtt';
+export type Variant = 'relay' | 'relayPlain' | 'ws' | 'wsBatch' | 'socketio' | 'nats' | 'mqtt';
 
 /** How far a connection gets before it counts as connected. */
 export type Level = 'open' | 'ready' | 'subscribed';
@@ -77,9 +79,10 @@ const contractFrames = (needsReady: boolean, path: string, batching = false): Cl
   publishFrame: (topic, data) => JSON.stringify({ type: 'publish', topic, data }),
   isMessage: isType('message'),
   keepalive: () => false,
-  // Ours is asked for compact batch frames (`/ws?batch=2`, as the client SDK
-  // does): one frame may carry several messages.
-  ...(batching && { counter: () => countMessages }),
+  // With compact batch frames (`?batch=2`) one frame may carry several
+  // messages; plain frames are counted the same way, so every contract
+  // variant costs its client the same scan of each frame.
+  counter: () => countMessages,
 });
 
 /**
@@ -256,7 +259,9 @@ const mqtt311: ClientProtocol = {
 
 export const PROTOCOLS: Record<Variant, ClientProtocol> = {
   relay: contractFrames(true, '/ws', true),
+  relayPlain: contractFrames(true, '/ws'),
   ws: contractFrames(false, '/'),
+  wsBatch: contractFrames(false, '/', true),
   socketio: socketIo,
   nats: natsText,
   mqtt: mqtt311,

@@ -1,8 +1,8 @@
 import { startPeer } from '../lib/peers';
 import { failedRow, makeRow } from '../lib/result-schema';
-import { summarize } from '../lib/stats';
 import { sleep, withWorkers, type Scenario } from '../lib/scenario';
 import type { TenantKey } from '../lib/tokens';
+import type { Usage } from '../lib/worker-runtime';
 import type { WorkerHandle } from '../lib/workers';
 import type { Level, Variant } from '../lib/ws-protocols';
 
@@ -23,14 +23,18 @@ const CLIENT_PROCESSES = 2;
  * "Compact batches and spare slots: the AMD EPYC table").
  */
 const WARM_SHARE = 1 / 4;
-const median = (xs: number[]): string => summarize(xs).median.toFixed(1);
+
+/** Between the last connection opened and the reading, on every server alike. */
+const SETTLE_MS = 1000;
 
 /**
- * RSS per idle connection of a fresh server process of its own (after full
- * GCs before and after), so the figure is that server's alone: the bare ws
- * server vs our realtime with authenticated connections, and a fresh
- * nats-server per run (its connections CONNECTed and PONGed, RSS of the Go
- * process as it stands: there is no full GC to force from outside).
+ * RSS per idle connection of a fresh server process of its own, so the
+ * figure is that server's alone: the bare ws server vs our realtime with
+ * authenticated connections, and a fresh nats-server per run (its
+ * connections CONNECTed and PONGed). Every server is read the same way (issue
+ * #34): RSS from `usage` as it stands, before the connections and SETTLE_MS
+ * after the last one opened, no GC forced anywhere (a Go process has no full
+ * GC to force from outside, so the Node processes get none either).
  */
 export const connMemory: Scenario = {
   rows: [ROW, NATS],
@@ -41,7 +45,6 @@ export const connMemory: Scenario = {
       const per = Math.ceil(budget.idleConnections / CLIENT_PROCESSES);
       const total = per * CLIENT_PROCESSES;
 
-      const heap: Record<'ours' | 'bare', number[]> = { ours: [], bare: [] };
       const measure = async (variant: Variant, server: WorkerHandle, base: string, level: Level, key?: TenantKey): Promise<number> => {
         const open = (group: string, count: number) =>
           Promise.all(clients.map((c) => c.call<{ opened: number; firstError?: string }>('open', { group, variant, base, count, concurrency: 25, level, key })));
@@ -50,14 +53,13 @@ export const connMemory: Scenario = {
         await open('warm', Math.ceil(per * WARM_SHARE));
         await close('warm');
         await sleep(300);
-        const before = await server.call<NodeJS.MemoryUsage>('gc-memory');
+        const before = await server.call<Usage>('usage');
         const opened = await open('idle', per);
         const n = opened.reduce((s, o) => s + o.opened, 0);
         if (n < total) throw new Error(`${variant}: only ${n} of ${total} connections opened (${opened.find((o) => o.firstError)?.firstError})`);
-        await sleep(1000);
-        const after = await server.call<NodeJS.MemoryUsage>('gc-memory');
+        await sleep(SETTLE_MS);
+        const after = await server.call<Usage>('usage');
         await close('idle');
-        if (variant === 'relay' || variant === 'ws') heap[variant === 'relay' ? 'ours' : 'bare'].push((after.heapUsed - before.heapUsed) / n / 1024);
         return (after.rss - before.rss) / n / 1024;
       };
 
@@ -77,11 +79,11 @@ export const connMemory: Scenario = {
             await peer.worker.stop();
           }
         }
-        const ws = await spawn('ws-baseline', { label: 'ws-baseline', nodeFlags: ['--expose-gc'] });
+        const ws = await spawn('ws-baseline', { label: 'ws-baseline' });
         const { port } = await ws.call<{ port: number }>('start');
         bare.push(await measure('ws', ws, `ws://127.0.0.1:${port}`, 'open'));
         await ws.stop();
-        const rt = await stack.startRealtime('realtime-memory', ['--expose-gc']);
+        const rt = await stack.startRealtime('realtime-memory');
         try {
           ours.push(await measure('relay', rt.worker, rt.ws, 'ready', stack.key));
         } finally {
@@ -89,10 +91,10 @@ export const connMemory: Scenario = {
         }
       }
       return [
-        makeRow({ ...ROW, ours, baseline: bare, lowerIsBetter: true, quick: budget.quick, note: `${total} idle connections, fresh server process per run, RSS after full GCs; of which V8 heap: ours ${median(heap.ours)} KiB/conn, bare ws ${median(heap.bare)} KiB/conn` }),
+        makeRow({ ...ROW, ours, baseline: bare, lowerIsBetter: true, quick: budget.quick, note: `${total} idle connections, fresh server process per run; both: RSS as it stands ${SETTLE_MS} ms after the last connection, no GC forced` }),
         natsMissing
           ? failedRow(NATS.name, NATS.unit, NATS.baselineName, NATS.target, natsMissing)
-          : makeRow({ ...NATS, baselineName: `nats-server ${natsVersion} over WebSocket`, ours, baseline: nats, lowerIsBetter: true, quick: budget.quick, note: `${total} idle connections, fresh server process per run; ratio = nats KiB/conn ÷ ours (higher is better); nats: RSS as it stands (no GC forced), connections after CONNECT + PING/PONG` }),
+          : makeRow({ ...NATS, baselineName: `nats-server ${natsVersion} over WebSocket`, ours, baseline: nats, lowerIsBetter: true, quick: budget.quick, note: `${total} idle connections, fresh server process per run; ratio = nats KiB/conn ÷ ours (higher is better); both: RSS as it stands ${SETTLE_MS} ms after the last connection, no GC forced; nats connections after CONNECT + PING/PONG` }),
       ];
     }),
 };

@@ -5,8 +5,10 @@ import type { TenantKey } from '../lib/tokens';
 import { watchCpu, type WorkerHandle } from '../lib/workers';
 import type { Variant } from '../lib/ws-protocols';
 
-const FANOUT = { name: 'fanout_ratio', unit: 'msgs/s', baselineName: 'bare ws send loop', target: 1.0 };
-const SOCKETIO = { name: 'fanout_vs_socketio', unit: 'msgs/s', baselineName: 'socket.io room broadcast', target: 2.0 };
+// Like for like (issue #34): batch frames against batch frames, one frame per message against one frame per message.
+const FANOUT = { name: 'fanout_ratio', unit: 'msgs/s', baselineName: 'bare ws send loop, batch frames per turn', target: 1.0 };
+const PLAIN = { name: 'fanout_plain_ratio', unit: 'msgs/s', baselineName: 'bare ws send loop, one frame per message', target: 1.0 };
+const SOCKETIO = { name: 'fanout_plain_vs_socketio', unit: 'msgs/s', baselineName: 'socket.io room broadcast', target: 2.0 };
 const NATS = { name: 'fanout_vs_nats', unit: 'msgs/s', baselineName: 'nats-server over WebSocket', target: 1.0 };
 const MOSQUITTO = { name: 'fanout_vs_mosquitto', unit: 'msgs/s', baselineName: 'mosquitto over WebSocket (MQTT QoS 0)', target: 1.0 };
 const CLIENT_PROCESSES = 2;
@@ -32,12 +34,16 @@ interface Count {
  * Delivered messages/s to N subscribers of one channel. The subscribers live
  * in two client processes, the publisher in a third; it publishes 100-byte
  * messages as fast as delivery allows (a bounded window of its own echoes).
- * The peers (nats-server, mosquitto) are real servers started on loopback,
- * driven by the same client processes; their clients count deliveries by
- * protocol headers, since they pack several messages into one frame.
+ * Ours and the bare ws server each serve two groups on channels of their
+ * own: one asking for compact batch frames (`?batch=2`, the client SDK's
+ * frames), one for plain frames. Every client counts messages, not frames
+ * (a batch frame holds several). The peers (nats-server, mosquitto) are real
+ * servers started on loopback, driven by the same client processes; their
+ * clients count deliveries by protocol headers, since they pack several
+ * messages into one frame.
  */
 export const fanout: Scenario = {
-  rows: [FANOUT, SOCKETIO, NATS, MOSQUITTO],
+  rows: [FANOUT, PLAIN, SOCKETIO, NATS, MOSQUITTO],
   run: (ctx) =>
     withWorkers(async (spawn) => {
       const { budget, stack } = ctx;
@@ -51,9 +57,12 @@ export const fanout: Scenario = {
       const sioPort = (await sioServer.call<{ port: number }>('start')).port;
       const [nats, mosquitto] = await Promise.all([startPeer(spawn, 'nats'), startPeer(spawn, 'mosquitto')]);
       const topic = `tenants/${stack.key.tenantId}/channels/bench-fanout`;
+      const plainTopic = `${topic}-plain`;
       const targets: Partial<Record<Variant, Target>> = {
         relay: { variant: 'relay', base: stack.realtimeWs, server: stack.workers.realtime, key: stack.key, topic },
-        ws: { variant: 'ws', base: `ws://127.0.0.1:${wsPort}`, server: wsServer, topic },
+        relayPlain: { variant: 'relayPlain', base: stack.realtimeWs, server: stack.workers.realtime, key: stack.key, topic: plainTopic },
+        wsBatch: { variant: 'wsBatch', base: `ws://127.0.0.1:${wsPort}`, server: wsServer, topic },
+        ws: { variant: 'ws', base: `ws://127.0.0.1:${wsPort}`, server: wsServer, topic: plainTopic },
         socketio: { variant: 'socketio', base: `ws://127.0.0.1:${sioPort}`, server: sioServer, topic },
       };
       if (typeof nats !== 'string') targets.nats = { variant: 'nats', base: nats.base, server: nats.worker, topic: 'bench/fanout' };
@@ -69,7 +78,7 @@ export const fanout: Scenario = {
       }
       const countsOf = (variant: Variant) => Promise.all(clients.map((c) => c.call<Count>('count', { group: variant })));
 
-      const figures: Record<Variant, number[]> = { relay: [], ws: [], socketio: [], nats: [], mqtt: [] };
+      const figures: Record<Variant, number[]> = { relay: [], relayPlain: [], ws: [], wsBatch: [], socketio: [], nats: [], mqtt: [] };
       const busiestOf: Partial<Record<Variant, string>> = {};
       for (let round = 0; round < budget.runs; round++) {
         for (const variant of rotate(variants, round)) {
@@ -78,7 +87,7 @@ export const fanout: Scenario = {
           await sleep((round === 0 ? budget.warmupSeconds : 0.5) * 1000);
           const cpu = await watchCpu([t.server, ...clients, publisher]);
           const before = await countsOf(variant);
-          await sleep(budget.seconds * 1000);
+          await sleep(budget.fanoutSeconds * 1000);
           const after = await countsOf(variant);
           const busiest = await cpu();
           await publisher.call('publishStop', { group: variant });
@@ -96,10 +105,11 @@ export const fanout: Scenario = {
       const peerRow = (row: typeof NATS, variant: Variant, peer: typeof nats): Row =>
         typeof peer === 'string'
           ? failedRow(row.name, row.unit, row.baselineName, row.target, peer)
-          : makeRow({ ...row, baselineName: row.baselineName.replace(/^(\S+)/, `$1 ${peer.version}`), ours: figures.relay, baseline: figures[variant], quick: budget.quick, limitedBy: busiestOf.relay, baselineLimitedBy: busiestOf[variant], note });
+          : makeRow({ ...row, baselineName: row.baselineName.replace(/^(\S+)/, `$1 ${peer.version}`), ours: figures.relay, baseline: figures[variant], quick: budget.quick, limitedBy: busiestOf.relay, baselineLimitedBy: busiestOf[variant], note: `${note}; ours batch frames (?batch=2)` });
       return [
-        makeRow({ ...FANOUT, ours: figures.relay, baseline: figures.ws, quick: budget.quick, limitedBy: busiestOf.relay, baselineLimitedBy: busiestOf.ws, note }),
-        makeRow({ ...SOCKETIO, ours: figures.relay, baseline: figures.socketio, quick: budget.quick, limitedBy: busiestOf.relay, baselineLimitedBy: busiestOf.socketio, note }),
+        makeRow({ ...FANOUT, ours: figures.relay, baseline: figures.wsBatch, quick: budget.quick, limitedBy: busiestOf.relay, baselineLimitedBy: busiestOf.wsBatch, note: `${note}; both sides batch frames (?batch=2)` }),
+        makeRow({ ...PLAIN, ours: figures.relayPlain, baseline: figures.ws, quick: budget.quick, limitedBy: busiestOf.relayPlain, baselineLimitedBy: busiestOf.ws, note: `${note}; both sides one frame per message` }),
+        makeRow({ ...SOCKETIO, ours: figures.relayPlain, baseline: figures.socketio, quick: budget.quick, limitedBy: busiestOf.relayPlain, baselineLimitedBy: busiestOf.socketio, note: `${note}; ours one frame per message, as socket.io sends` }),
         peerRow(NATS, 'nats', nats),
         peerRow(MOSQUITTO, 'mqtt', mosquitto),
       ];
