@@ -70,10 +70,15 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.exit(130);
   });
 }
-// A full run takes ~10 min on a quiet 2-core machine since every side-by-side row runs 5 rounds (#34); a loaded one takes longer.
-const WATCHDOG_MS = quick ? 240_000 : 900_000;
+// Every side-by-side row runs 5 rounds since #34: a full run took 15 min on the
+// shared 2-core machine at load 12-14 and was still in its tenth scenario
+// (bench/README.md "Like for like (#34)").
+const WATCHDOG_MS = quick ? 240_000 : 1_800_000;
+/** The rows measured so far: printed if the watchdog fires, so a run it ends is not all lost. */
+const rows: Row[] = [];
 setTimeout(() => {
   log(`watchdog: the bench ran over ${WATCHDOG_MS / 1000} s, killing everything`);
+  if (rows.length > 0) process.stdout.write(`\nrows measured before the watchdog:\n${formatTable(rows)}\n`);
   killAllWorkers();
   process.exit(2);
 }, WATCHDOG_MS).unref();
@@ -85,7 +90,6 @@ async function main(): Promise<number> {
   const chosen = Object.entries(SCENARIOS).filter(([name]) => (only ? only.includes(name) : !(quick && NOT_QUICK.has(name))));
   log(`${machine.mode} run: starting the stack`);
   let stack: Stack | undefined;
-  const rows: Row[] = [];
   try {
     const t0 = Date.now();
     stack = await startStack({ redisUrl, log });
