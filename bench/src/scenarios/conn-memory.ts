@@ -1,3 +1,4 @@
+import { startEmbedded } from '../lib/embedded';
 import { startPeer } from '../lib/peers';
 import { failedRow, makeRow } from '../lib/result-schema';
 import { sleep, withWorkers, type Scenario } from '../lib/scenario';
@@ -8,6 +9,8 @@ import type { Level, Variant } from '../lib/ws-protocols';
 
 // Issue #15: at most 1.3× the bare ws server's memory per connection (ratio = bare ÷ ours ≥ 1/1.3).
 const ROW = { name: 'conn_memory_ratio', unit: 'KiB/conn', baselineName: 'bare ws server', target: 0.77 };
+/** #34 item 1: memory per connection through the one origin (`npm start`: gateway and realtime together) at most nats-server's. */
+const GATEWAY = { name: 'gateway_conn_memory_vs_nats', unit: 'KiB/conn', baselineName: 'nats-server over WebSocket', target: 1.0 };
 const NATS = { name: 'conn_memory_vs_nats', unit: 'KiB/conn', baselineName: 'nats-server over WebSocket', target: 1.0 };
 const CLIENT_PROCESSES = 2;
 /**
@@ -37,7 +40,7 @@ const SETTLE_MS = 1000;
  * GC to force from outside, so the Node processes get none either).
  */
 export const connMemory: Scenario = {
-  rows: [ROW, NATS],
+  rows: [ROW, NATS, GATEWAY],
   run: (ctx) =>
     withWorkers(async (spawn) => {
       const { budget, stack } = ctx;
@@ -66,6 +69,7 @@ export const connMemory: Scenario = {
       const ours: number[] = [];
       const bare: number[] = [];
       const nats: number[] = [];
+      const origin: number[] = [];
       let natsMissing: string | undefined;
       let natsVersion = '';
       for (let round = 0; round < budget.runs; round++) {
@@ -89,12 +93,22 @@ export const connMemory: Scenario = {
         } finally {
           await rt.worker.stop();
         }
+        // The one origin (#34 item 1): a fresh `npm start` per run, its connections through the gateway's port.
+        const one = await startEmbedded(spawn, 'one-origin-memory', { MAX_CONNECTIONS_PER_ADDRESS: stack.env.MAX_CONNECTIONS_PER_ADDRESS! });
+        try {
+          origin.push(await measure('relay', one.host, one.gatewayWs, 'ready', await one.createTenant()));
+        } finally {
+          await one.stop();
+        }
       }
       return [
         makeRow({ ...ROW, ours, baseline: bare, lowerIsBetter: true, quick: budget.quick, note: `${total} idle connections, fresh server process per run; both: RSS as it stands ${SETTLE_MS} ms after the last connection, no GC forced` }),
         natsMissing
           ? failedRow(NATS.name, NATS.unit, NATS.baselineName, NATS.target, natsMissing)
           : makeRow({ ...NATS, baselineName: `nats-server ${natsVersion} over WebSocket`, ours, baseline: nats, lowerIsBetter: true, quick: budget.quick, note: `${total} idle connections, fresh server process per run; ratio = nats KiB/conn ÷ ours (higher is better); both: RSS as it stands ${SETTLE_MS} ms after the last connection, no GC forced; nats connections after CONNECT + PING/PONG` }),
+        natsMissing
+          ? failedRow(GATEWAY.name, GATEWAY.unit, GATEWAY.baselineName, GATEWAY.target, natsMissing)
+          : makeRow({ ...GATEWAY, baselineName: `nats-server ${natsVersion} over WebSocket`, ours: origin, baseline: nats, lowerIsBetter: true, quick: budget.quick, note: `${total} idle connections through npm start's gateway port (gateway and realtime in one process: one socket per connection), a fresh npm start per run; read as the row above` }),
       ];
     }),
 };

@@ -11,6 +11,8 @@ const PLAIN = { name: 'fanout_plain_ratio', unit: 'msgs/s', baselineName: 'bare 
 const SOCKETIO = { name: 'fanout_plain_vs_socketio', unit: 'msgs/s', baselineName: 'socket.io room broadcast', target: 2.0 };
 const NATS = { name: 'fanout_vs_nats', unit: 'msgs/s', baselineName: 'nats-server over WebSocket', target: 1.0 };
 const MOSQUITTO = { name: 'fanout_vs_mosquitto', unit: 'msgs/s', baselineName: 'mosquitto over WebSocket (MQTT QoS 0)', target: 1.0 };
+/** #34 item 1: the same fan-out through the one origin of `npm start` (the gateway's port), with the client SDK's frames. */
+const GATEWAY = { name: 'gateway_fanout_vs_nats', unit: 'msgs/s', baselineName: 'nats-server over WebSocket', target: 1.0 };
 const CLIENT_PROCESSES = 2;
 const MESSAGE_BYTES = 100;
 /** Messages the publisher may have sent but not yet seen delivered back to itself. */
@@ -43,7 +45,7 @@ interface Count {
  * messages into one frame.
  */
 export const fanout: Scenario = {
-  rows: [FANOUT, PLAIN, SOCKETIO, NATS, MOSQUITTO],
+  rows: [FANOUT, PLAIN, SOCKETIO, NATS, MOSQUITTO, GATEWAY],
   run: (ctx) =>
     withWorkers(async (spawn) => {
       const { budget, stack } = ctx;
@@ -58,32 +60,35 @@ export const fanout: Scenario = {
       const [nats, mosquitto] = await Promise.all([startPeer(spawn, 'nats'), startPeer(spawn, 'mosquitto')]);
       const topic = `tenants/${stack.key.tenantId}/channels/bench-fanout`;
       const plainTopic = `${topic}-plain`;
-      const targets: Partial<Record<Variant, Target>> = {
+      const origin = await stack.oneOrigin();
+      // Keyed by name (also the clients' group); `origin` speaks the same frames as `relay`.
+      const targets: Partial<Record<Variant | 'origin', Target>> = {
         relay: { variant: 'relay', base: stack.realtimeWs, server: stack.workers.realtime, key: stack.key, topic },
         relayPlain: { variant: 'relayPlain', base: stack.realtimeWs, server: stack.workers.realtime, key: stack.key, topic: plainTopic },
         wsBatch: { variant: 'wsBatch', base: `ws://127.0.0.1:${wsPort}`, server: wsServer, topic },
         ws: { variant: 'ws', base: `ws://127.0.0.1:${wsPort}`, server: wsServer, topic: plainTopic },
         socketio: { variant: 'socketio', base: `ws://127.0.0.1:${sioPort}`, server: sioServer, topic },
+        origin: { variant: 'relay', base: origin.gatewayWs, server: origin.host, key: origin.key, topic: `tenants/${origin.key.tenantId}/channels/bench-fanout` },
       };
       if (typeof nats !== 'string') targets.nats = { variant: 'nats', base: nats.base, server: nats.worker, topic: 'bench/fanout' };
       if (typeof mosquitto !== 'string') targets.mqtt = { variant: 'mqtt', base: mosquitto.base, server: mosquitto.worker, topic: 'bench/fanout' };
-      const variants = Object.keys(targets) as Variant[];
+      const variants = Object.keys(targets) as Array<Variant | 'origin'>;
       const per = Math.ceil(budget.subscribers / CLIENT_PROCESSES);
-      for (const t of Object.values(targets)) {
+      for (const [name, t] of Object.entries(targets)) {
         const opened = await Promise.all(
-          clients.map((c) => c.call<{ opened: number; firstError?: string }>('open', { group: t.variant, variant: t.variant, base: t.base, count: per, concurrency: 25, level: 'subscribed', topic: t.topic, key: t.key })),
+          clients.map((c) => c.call<{ opened: number; firstError?: string }>('open', { group: name, variant: t.variant, base: t.base, count: per, concurrency: 25, level: 'subscribed', topic: t.topic, key: t.key })),
         );
         const total = opened.reduce((s, o) => s + o.opened, 0);
-        if (total < per * CLIENT_PROCESSES) throw new Error(`${t.variant}: only ${total} subscribers connected (${opened.find((o) => o.firstError)?.firstError})`);
+        if (total < per * CLIENT_PROCESSES) throw new Error(`${name}: only ${total} subscribers connected (${opened.find((o) => o.firstError)?.firstError})`);
       }
-      const countsOf = (variant: Variant) => Promise.all(clients.map((c) => c.call<Count>('count', { group: variant })));
+      const countsOf = (variant: Variant | 'origin') => Promise.all(clients.map((c) => c.call<Count>('count', { group: variant })));
 
-      const figures: Record<Variant, number[]> = { relay: [], relayPlain: [], ws: [], wsBatch: [], socketio: [], nats: [], mqtt: [] };
-      const busiestOf: Partial<Record<Variant, string>> = {};
+      const figures: Record<Variant | 'origin', number[]> = { relay: [], relayPlain: [], ws: [], wsBatch: [], socketio: [], nats: [], mqtt: [], origin: [] };
+      const busiestOf: Partial<Record<Variant | 'origin', string>> = {};
       for (let round = 0; round < budget.runs; round++) {
         for (const variant of rotate(variants, round)) {
           const t = targets[variant]!;
-          await publisher.call('publishStart', { group: variant, variant, base: t.base, topic: t.topic, window: WINDOW, bytes: MESSAGE_BYTES, key: t.key });
+          await publisher.call('publishStart', { group: variant, variant: t.variant, base: t.base, topic: t.topic, window: WINDOW, bytes: MESSAGE_BYTES, key: t.key });
           await sleep((round === 0 ? budget.warmupSeconds : 0.5) * 1000);
           const cpu = await watchCpu([t.server, ...clients, publisher]);
           const before = await countsOf(variant);
@@ -112,6 +117,9 @@ export const fanout: Scenario = {
         makeRow({ ...SOCKETIO, ours: figures.relayPlain, baseline: figures.socketio, quick: budget.quick, limitedBy: busiestOf.relayPlain, baselineLimitedBy: busiestOf.socketio, note: `${note}; ours one frame per message, as socket.io sends` }),
         peerRow(NATS, 'nats', nats),
         peerRow(MOSQUITTO, 'mqtt', mosquitto),
+        typeof nats === 'string'
+          ? failedRow(GATEWAY.name, GATEWAY.unit, GATEWAY.baselineName, GATEWAY.target, nats)
+          : makeRow({ ...GATEWAY, baselineName: `nats-server ${nats.version} over WebSocket`, ours: figures.origin, baseline: figures.nats, quick: budget.quick, limitedBy: busiestOf.origin, baselineLimitedBy: busiestOf.nats, note: `${note}; ours through npm start's gateway port (every service in one process, in-process bus; the gateway hands the upgrade to realtime), batch frames (?batch=2)` }),
       ];
     }),
 };
