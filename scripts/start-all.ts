@@ -16,6 +16,15 @@ interface Running {
   stop(): Promise<void>;
 }
 
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/** True when the gateway's realtime list is only this process's realtime, on loopback. */
+function namesThisRealtime(urls: readonly string[], port: number): boolean {
+  if (urls.length !== 1) return false;
+  const url = new URL(urls[0]!);
+  return url.protocol === 'http:' && LOOPBACK.has(url.hostname) && Number(url.port || 80) === port;
+}
+
 async function main(): Promise<Running> {
   const env: Record<string, string | undefined> = { ...process.env };
   const dataDir = resolve(env.DATA_DIR || './.data');
@@ -76,9 +85,9 @@ async function main(): Promise<Running> {
     started.push(rt);
     realtimeServer = rt;
     // The gateway's /ws goes to this realtime: hand each upgrade over in-process
-    // rather than pipe it through a second socket (#34), unless REALTIME_URL
-    // names another realtime.
-    const handoff = process.env.REALTIME_URL ? undefined : rt.handleUpgrade;
+    // rather than pipe it through a second socket (#34). REALTIME_URL naming
+    // any other realtime (or several) keeps the pipe.
+    const handoff = namesThisRealtime(configs.gateway.realtimeUrls, rt.port) ? rt.handleUpgrade : undefined;
     const gw = await gateway.createServer(configs.gateway, { bus, ...(handoff && { wsHandoff: handoff }) });
     await gw.start();
     started.push(gw);
