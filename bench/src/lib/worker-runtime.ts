@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
 /** Process-wide label given by the bench (for ps and error messages). */
@@ -9,6 +10,18 @@ export interface Usage {
   /** Wall clock of the sample (Date.now(), shared by all processes). */
   atMs: number;
   rss: number;
+}
+
+const TICK_US = 10_000; // USER_HZ is 100 on every Linux we run on
+const PAGE = 4096;
+
+/** Another process's CPU time (utime + stime) and RSS, from /proc (Linux only): peers, Redis servers. */
+export function processUsage(pid: number): Usage {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces) start at state: utime and stime are the 12th and 13th of them.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const rssPages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]);
+  return { userUs: Number(fields[11]) * TICK_US, systemUs: Number(fields[12]) * TICK_US, atMs: performance.timeOrigin + performance.now(), rss: rssPages * PAGE };
 }
 
 export type Handler = (args: never) => unknown;

@@ -4,7 +4,8 @@ import { createRedis, redisReady } from '@service-relay/core';
 import { startPeer } from '../lib/peers';
 import { failedRow, makeRow } from '../lib/result-schema';
 import { rotate, sleep, withWorkers, type Scenario } from '../lib/scenario';
-import { watchCpu, type WorkerHandle } from '../lib/workers';
+import { processUsage } from '../lib/worker-runtime';
+import { cpuShare, watchCpu, type WorkerHandle } from '../lib/workers';
 import type { TenantKey } from '../lib/tokens';
 
 const ROW = { name: 'whole_machine_fanout_vs_nats', unit: 'msgs/s', baselineName: 'nats-server over WebSocket, every core', target: 1.0 };
@@ -33,12 +34,6 @@ async function localRedisPid(url: string): Promise<number | undefined> {
   } finally {
     redis.disconnect();
   }
-}
-
-/** CPU ms of a process so far (utime + stime; USER_HZ 100 on every Linux we run on). */
-function cpuMsOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ', 2)[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /**
@@ -90,12 +85,12 @@ export const wholeMachine: Scenario = {
             await publisher.call('publishStart', { group: t.variant, variant: t.variant, base: t.bases[0], topic: t.topic, window: WINDOW, bytes: MESSAGE_BYTES, key: t.key });
             await sleep((round === 0 ? budget.warmupSeconds : 0.5) * 1000);
             const cpu = await watchCpu([...t.servers, ...clients, publisher]);
-            const redisBefore = redisPid && t.variant === 'relay' ? cpuMsOf(redisPid) : undefined;
+            const redisBefore = redisPid && t.variant === 'relay' ? processUsage(redisPid) : undefined;
             const before = await Promise.all(clients.map((c) => c.call<{ delivered: number; atMs: number }>('count', { group: t.variant })));
             await sleep(budget.seconds * 1000);
             const after = await Promise.all(clients.map((c) => c.call<{ delivered: number; atMs: number }>('count', { group: t.variant })));
             const busiest = await cpu();
-            const redisShare = redisBefore !== undefined ? (cpuMsOf(redisPid!) - redisBefore) / (after[0]!.atMs - before[0]!.atMs) : undefined;
+            const redisShare = redisBefore !== undefined ? cpuShare(redisBefore, processUsage(redisPid!)) : undefined;
             await publisher.call('publishStop', { group: t.variant });
             figures[t.variant].push(after.reduce((sum, a, i) => sum + ((a.delivered - before[i]!.delivered) / (a.atMs - before[i]!.atMs)) * 1000, 0));
             where[t.variant] = redisShare === undefined ? busiest : `${busiest} (of which redis-server ${Math.round(redisShare * 100)}%)`;

@@ -4,8 +4,7 @@ import { connect } from 'node:net';
 import { freeLoopbackPort } from '@service-relay/testkit';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
-import { serveWorker, type Usage } from '../lib/worker-runtime';
+import { processUsage, serveWorker, type Usage } from '../lib/worker-runtime';
 import { findPeer, type PeerName } from '../lib/peers';
 
 /**
@@ -18,8 +17,6 @@ import { findPeer, type PeerName } from '../lib/peers';
  */
 let child: ChildProcess | undefined;
 let dir: string | undefined;
-const TICK_US = 10_000; // USER_HZ is 100 on every Linux we run on
-const PAGE = 4096;
 
 const freePort = freeLoopbackPort;
 
@@ -72,11 +69,7 @@ async function start({ peer }: { peer: PeerName }): Promise<{ port: number; pid:
 function peerUsage(): Usage {
   const pid = child?.pid;
   if (pid === undefined) throw new Error('peer not started');
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name (which may hold spaces) start at state: utime and stime are the 12th and 13th of them.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const rssPages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]);
-  return { userUs: Number(fields[11]) * TICK_US, systemUs: Number(fields[12]) * TICK_US, atMs: performance.timeOrigin + performance.now(), rss: rssPages * PAGE };
+  return processUsage(pid);
 }
 
 function stopPeer(): Promise<void> {

@@ -1,11 +1,11 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { freeLoopbackPort } from '@service-relay/testkit';
-import { serveWorker, type Usage } from '../lib/worker-runtime';
+import { processUsage, serveWorker, type Usage } from '../lib/worker-runtime';
 
 /**
  * A private Redis Cluster for the `cluster-fanout` scenario: `masters`
@@ -15,8 +15,6 @@ import { serveWorker, type Usage } from '../lib/worker-runtime';
  * peer-host.ts does for its peer) and `stats` with each one's CPU and its
  * cluster-bus publish counters. Only the PIDs started here are stopped.
  */
-const TICK_US = 10_000; // USER_HZ is 100 on every Linux we run on
-const PAGE = 4096;
 let dir: string | undefined;
 const nodes: Array<{ port: number; child: ChildProcess }> = [];
 
@@ -73,20 +71,13 @@ async function start({ masters }: { masters: number }): Promise<{ ports: number[
   }
 }
 
-function cpuUs(pid: number): { us: number; rss: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const rss = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]) * PAGE;
-  return { us: (Number(fields[11]) + Number(fields[12])) * TICK_US, rss };
-}
-
 /** The servers' CPU time together, as one process: what `limited_by` and the CPU figures measure. */
 function usage(): Usage {
   let us = 0;
   let rss = 0;
   for (const n of nodes) {
-    const u = cpuUs(n.child.pid!);
-    us += u.us;
+    const u = processUsage(n.child.pid!);
+    us += u.userUs + u.systemUs;
     rss += u.rss;
   }
   return { userUs: us, systemUs: 0, atMs: performance.timeOrigin + performance.now(), rss };
@@ -100,7 +91,8 @@ async function stats(): Promise<Array<{ port: number; cpuUs: number; busPublishS
       try {
         const info = (await r.cluster('INFO')) as string;
         const num = (k: string) => Number(new RegExp(`${k}:(\\d+)`).exec(info)?.[1] ?? 0);
-        return { port, cpuUs: cpuUs(child.pid!).us, busPublishSent: num('cluster_stats_messages_publish_sent'), busShardPublishSent: num('cluster_stats_messages_publishshard_sent') };
+        const u = processUsage(child.pid!);
+        return { port, cpuUs: u.userUs + u.systemUs, busPublishSent: num('cluster_stats_messages_publish_sent'), busShardPublishSent: num('cluster_stats_messages_publishshard_sent') };
       } finally {
         r.disconnect();
       }
