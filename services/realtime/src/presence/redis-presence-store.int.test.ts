@@ -13,16 +13,16 @@ const clients: Redis[] = [];
 const stores: RedisPresenceStore[] = [];
 const TTL = 9000;
 
-async function client(): Promise<Redis> {
-  const r = createRedis(TEST_REDIS_URL, { enableOfflineQueue: true, maxRetriesPerRequest: null });
+async function client(autoPipelining = false): Promise<Redis> {
+  const r = createRedis(TEST_REDIS_URL, { enableOfflineQueue: true, maxRetriesPerRequest: null, enableAutoPipelining: autoPipelining });
   clients.push(r);
   await redisReady(r);
   return r;
 }
 
-/** One instance: its own two connections, like a process of its own. */
+/** One instance: its own two connections, like a process of its own (commands auto-pipelined, as createPresenceStore makes them). */
 async function instance(scheduler: ManualScheduler): Promise<RedisPresenceStore> {
-  const s = new RedisPresenceStore({ redis: await client(), subscriber: await client(), prefix, ttlMs: TTL, scheduler, logger });
+  const s = new RedisPresenceStore({ redis: await client(true), subscriber: await client(), prefix, ttlMs: TTL, scheduler, logger });
   stores.push(s);
   await s.tick();
   return s;
