@@ -12,11 +12,11 @@ function setup() {
   let databaseUp = true;
   let mirrorHolds = true;
   const feed = {
-    recordConsumer: async () => {
+    recordAndRead: async (): Promise<FeedPage> => {
       calls.database++;
       if (!databaseUp) throw new Error('connect ECONNREFUSED');
+      return { latestSeq: 7, changes: [], reset: false };
     },
-    changesSince: async (): Promise<FeedPage> => ({ latestSeq: 7, changes: [], reset: false }),
   } as unknown as FeedStore;
   const mirror = {
     read: async () => {
@@ -53,7 +53,7 @@ describe('FeedAnswers', () => {
   });
 
   it('without a mirror (the embedded default) a database failure is the answer', async () => {
-    const feed = { recordConsumer: async () => Promise.reject(new Error('down')) } as unknown as FeedStore;
+    const feed = { recordAndRead: async () => Promise.reject(new Error('down')) } as unknown as FeedStore;
     const answers = new FeedAnswers(feed, undefined, () => {}, logger);
     await expect(answers.changesSince('c', 'realtime', 1, 2000, 10)).rejects.toThrow('down');
   });

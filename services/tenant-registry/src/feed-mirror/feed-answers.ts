@@ -48,8 +48,8 @@ export class FeedAnswers {
   }
 
   private async fromDatabase(consumerId: string, kind: string, applied: number, leaseMs: number, limit: number): Promise<FeedPage> {
-    await this.feed.recordConsumer(consumerId, kind, applied, leaseMs);
+    const page = await this.feed.recordAndRead(consumerId, kind, applied, leaseMs, limit);
     this.onProgress();
-    return this.feed.changesSince(applied, limit);
+    return page;
   }
 }

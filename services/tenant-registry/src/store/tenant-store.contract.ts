@@ -77,6 +77,24 @@ export function tenantStoreContract(driver: string, makeHarness: () => Promise<S
       expect((await store.getKeys(tenant.tenantId))?.asOfSeq).toBe(created!.seq + 3);
     });
 
+    it("a consumer's poll records its report and reads what it lacks in one statement: current only once it has applied the latest", async () => {
+      const consumer = `poll-${randomBytes(4).toString('hex')}`;
+      const mine = async (seq: number) => (await store.feed.pendingConsumers(seq, 0)).filter((c) => c.consumerId === consumer);
+      const { event: created } = await store.create();
+      expect(await store.feed.recordAndRead(consumer, 'realtime', -1, 2000, 10)).toEqual({ latestSeq: created!.seq, changes: [], reset: false });
+      const behind = await store.feed.recordAndRead(consumer, 'realtime', created!.seq - 1, 2000, 10);
+      expect(behind).toEqual(await store.feed.changesSince(created!.seq - 1, 10));
+      expect(behind.changes.map((c) => [c.seq, c.kind])).toEqual([[created!.seq, 'created']]);
+      // Never current yet: a change committed now does not wait for it.
+      const { event: next } = await store.create();
+      expect(await mine(next!.seq)).toEqual([]);
+      expect((await store.feed.recordAndRead(consumer, 'realtime', next!.seq, 2000, 10)).changes).toEqual([]);
+      // Current at next.seq: the change after it waits for this consumer, which has applied next.seq.
+      const { event: third } = await store.create();
+      expect(await mine(third!.seq)).toEqual([{ consumerId: consumer, kind: 'realtime', appliedSeq: next!.seq }]);
+      expect((await store.feed.recordAndRead(consumer, 'realtime', next!.seq + 5_000_000, 2000, 10)).reset).toBe(true);
+    });
+
     it('rotates: the old primary becomes the previous, replacing any previous', async () => {
       const { tenant } = await store.create();
       const before = await store.getKeys(tenant.tenantId);
