@@ -32,6 +32,18 @@ export async function deleteRedisPrefix(prefix: string, url = TEST_REDIS_URL): P
 export interface TestDatabase {
   url: string;
   name: string;
+  /**
+   * A registry's environment on this database for suites that check what the
+   * API answers, not how fast: the registry's budget per database operation
+   * (DB_TIMEOUT_MS, 600 ms in production) at 5 s. Every test file creates its
+   * own database, and each CREATE DATABASE forces a checkpoint; in one loaded
+   * whole-suite run every create left in admin-tenant-meta's file was `503`
+   * at once (14 tests in 1.2 s; a `change_not_propagated` would have waited
+   * out a lease first): the registry had taken the server for hung after an
+   * operation over the budget. The budget has its own tests
+   * (pg-db.int.test.ts, tests/faults).
+   */
+  registryEnv: Record<string, string>;
   drop(): Promise<void>;
 }
 
@@ -50,6 +62,7 @@ export async function createTestDatabase(label = 'relay'): Promise<TestDatabase>
   return {
     url: url.toString(),
     name,
+    registryEnv: { DATABASE_URL: url.toString(), DB_TIMEOUT_MS: '5000' },
     async drop() {
       const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
       await c.connect();

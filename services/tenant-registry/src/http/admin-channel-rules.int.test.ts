@@ -3,5 +3,5 @@ import { channelRulesApiContract } from './admin-channel-rules.contract';
 
 channelRulesApiContract('PostgreSQL', async () => {
   const database = await createTestDatabase('registry_rules_api');
-  return { env: { DATABASE_URL: database.url }, destroy: () => database.drop() };
+  return { env: database.registryEnv, destroy: () => database.drop() };
 });

@@ -3,5 +3,5 @@ import { limitsApiContract } from './admin-limits.contract';
 
 limitsApiContract('PostgreSQL', async () => {
   const database = await createTestDatabase('registry_limits_api');
-  return { env: { DATABASE_URL: database.url }, destroy: () => database.drop() };
+  return { env: database.registryEnv, destroy: () => database.drop() };
 });

@@ -26,8 +26,9 @@ export function tenantMetaApiContract(driver: string, env: () => Promise<{ env: 
     const run = runLabel;
     const create = async (body?: unknown): Promise<View> => {
       const res = await reg.admin('POST', '/admin/tenants', body === undefined ? undefined : { headers: JSON_HEADERS, body: JSON.stringify(body) });
-      expect(res.status).toBe(201);
-      return (await res.json()) as View;
+      const text = await res.text();
+      expect(res.status, text).toBe(201);
+      return JSON.parse(text) as View;
     };
     const patch = (id: string, body: unknown) => reg.admin('PATCH', `/admin/tenants/${id}`, { headers: JSON_HEADERS, body: JSON.stringify(body) });
     const list = async (query: string): Promise<{ tenants: View[]; next_cursor: string | null }> => {

@@ -3,5 +3,5 @@ import { tenantMetaApiContract } from './admin-tenant-meta.contract';
 
 tenantMetaApiContract('PostgreSQL', async () => {
   const database = await createTestDatabase('registry_tenant_meta_api');
-  return { env: { DATABASE_URL: database.url }, destroy: () => database.drop() };
+  return { env: database.registryEnv, destroy: () => database.drop() };
 });
