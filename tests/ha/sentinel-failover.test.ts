@@ -156,7 +156,7 @@ describe('Redis Sentinel: the master SIGKILLed under traffic', () => {
         },
         history: 'recovered',
       });
-      const failoverMs = await promotion;
+      const failoverMs = (await promotion)!;
       const perInstance = await resumed!;
       console.log(`[ha] sentinel failover ${n}: promoted ${failoverMs} ms after the SIGKILL; first publish acknowledged again on realtime1 ${String(perInstance[0])} ms, realtime2 ${String(perInstance[1])} ms after it (bound ${RESUME_BOUND_MS} ms)`);
       expect(perInstance.map((ms) => ms !== undefined && ms - failoverMs <= AFTER_PROMOTION_BOUND_MS), `each realtime instance publishes on the new master within ${AFTER_PROMOTION_BOUND_MS} ms of the promotion (${failoverMs} ms): ${JSON.stringify(perInstance)}`).toEqual([true, true]);
