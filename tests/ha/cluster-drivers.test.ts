@@ -118,13 +118,14 @@ describe('RedisTenantConnections heartbeat on a Redis Cluster', () => {
   });
 });
 
+// The command connections auto-pipeline, as createPresenceStore makes them (ioredis groups a turn's commands by slot).
 presenceStoreContract('redis cluster (two instances)', {
   async make() {
     const clock = new ManualScheduler(Date.now());
     const p = prefix('presence');
     const instance = async () => {
       const opts = { enableOfflineQueue: true, maxRetriesPerRequest: null };
-      const s = new RedisPresenceStore({ redis: await client(opts), subscriber: await client(opts), prefix: p, ttlMs: 9000, scheduler: clock, logger });
+      const s = new RedisPresenceStore({ redis: await client({ ...opts, enableAutoPipelining: true }), subscriber: await client(opts), prefix: p, ttlMs: 9000, scheduler: clock, logger });
       closers.push(() => s.close());
       await s.tick();
       return s;
@@ -139,7 +140,7 @@ describe('RedisPresenceStore on a Redis Cluster: an instance swept while alive',
     const p = prefix('presence-swept');
     const opts = { enableOfflineQueue: true, maxRetriesPerRequest: null };
     const make = async (scheduler: ManualScheduler) => {
-      const s = new RedisPresenceStore({ redis: await client(opts), subscriber: await client(opts), prefix: p, ttlMs: TTL, scheduler, logger });
+      const s = new RedisPresenceStore({ redis: await client({ ...opts, enableAutoPipelining: true }), subscriber: await client(opts), prefix: p, ttlMs: TTL, scheduler, logger });
       closers.push(() => s.close());
       await s.tick();
       return s;
