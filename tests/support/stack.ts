@@ -99,7 +99,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     health[name] = healthUrl;
   };
   // The host server API's publish and presence go to realtime2, so the gateway (realtime1) and the registry use different instances.
-  add('registry', 'tenant-registry', { DATABASE_URL: db.url, REGISTRY_HTTP_PORT: `${ports.registryHttp}`, REGISTRY_GRPC_PORT: `${ports.registryGrpc}`, REGISTRY_OPS_PORT: `${ports.registryOps}`, REALTIME_URL: `http://127.0.0.1:${ports.realtime[1]}`, VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[1]}`, ...(typeof opts.registryEnv === 'function' ? opts.registryEnv(ports) : opts.registryEnv) }, `http://127.0.0.1:${ports.registryOps}/healthz`);
+  add('registry', 'tenant-registry', { ...db.registryEnv, REGISTRY_HTTP_PORT: `${ports.registryHttp}`, REGISTRY_GRPC_PORT: `${ports.registryGrpc}`, REGISTRY_OPS_PORT: `${ports.registryOps}`, REALTIME_URL: `http://127.0.0.1:${ports.realtime[1]}`, VERIFIER_ADDR: `127.0.0.1:${ports.verifierGrpc[1]}`, ...(typeof opts.registryEnv === 'function' ? opts.registryEnv(ports) : opts.registryEnv) }, `http://127.0.0.1:${ports.registryOps}/healthz`);
   for (const i of [0, 1]) {
     add(`verifier${i + 1}`, 'auth-verifier', { VERIFIER_GRPC_PORT: `${ports.verifierGrpc[i]}`, VERIFIER_HTTP_PORT: `${ports.verifierHttp[i]}`, REGISTRY_GRPC_ADDR: `127.0.0.1:${ports.registryGrpc}` }, `http://127.0.0.1:${ports.verifierHttp[i]}/healthz`);
   }

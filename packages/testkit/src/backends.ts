@@ -40,8 +40,12 @@ export interface TestDatabase {
    * whole-suite run every create left in admin-tenant-meta's file was `503`
    * at once (14 tests in 1.2 s; a `change_not_propagated` would have waited
    * out a lease first): the registry had taken the server for hung after an
-   * operation over the budget. The budget has its own tests
-   * (pg-db.int.test.ts, tests/faults).
+   * operation over the budget; in another, the whole-stack client-sdk test's
+   * disable was `503 unavailable` the same way (PostgreSQL's log showed a
+   * forced checkpoint syncing for 0.57 s then). Used by the registry API
+   * contracts and the whole-stack tests (tests/support/stack.ts). The
+   * budget has its own tests (pg-db.int.test.ts, tests/faults, whose stack
+   * keeps the production 600 ms).
    */
   registryEnv: Record<string, string>;
   drop(): Promise<void>;
