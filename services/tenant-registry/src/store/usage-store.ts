@@ -109,7 +109,16 @@ export class UsageStore {
       const fresh = await tx.query('INSERT INTO usage_flushes (flush_id, applied_at) VALUES ($1, $2) ON CONFLICT (flush_id) DO NOTHING RETURNING flush_id', [flush.flushId, now]);
       if (fresh.length === 0) return 'duplicate';
       // Counts an instance flushes after a tenant's deletion (its last connections' time, say) would bring purged usage back.
-      const gone = rows.length === 0 ? [] : await tx.query<{ tenant_id: string }>('SELECT tenant_id FROM tenants WHERE tenant_id = ANY($1::uuid[]) AND deleted_at IS NOT NULL', [[...new Set(rows.map((r) => r.tenantId))]]);
+      // The tenants' rows are read FOR KEY SHARE (in id order) and held to commit: a deletion in flight (FOR UPDATE) is
+      // waited for and then seen, and one that starts later waits for this flush and purges its rows. A plain read
+      // lost that race on PostgreSQL: a deletion committed between it and the insert left a deleted tenant's rows behind.
+      const ids = [...new Set(rows.map((r) => r.tenantId))].sort();
+      const gone =
+        rows.length === 0
+          ? []
+          : (await tx.query<{ tenant_id: string; deleted_at: unknown }>('SELECT tenant_id, deleted_at FROM tenants WHERE tenant_id = ANY($1::uuid[]) ORDER BY tenant_id FOR KEY SHARE', [ids])).filter(
+              (t) => t.deleted_at !== null && t.deleted_at !== undefined,
+            );
       const live = gone.length === 0 ? rows : rows.filter((r) => !gone.some((g) => g.tenant_id === r.tenantId));
       if (live.length === 0) return 'applied';
       await addCounts(tx, flush.instanceId, live);
