@@ -6,6 +6,7 @@ export * from './config';
 export * from './redis-config';
 export * from './logger';
 export * from './metrics-registry';
+export * from './counting-histogram';
 export * from './timeout';
 export * from './lifecycle';
 export * from './redis';
