@@ -114,7 +114,7 @@ export class UsageStore {
       // lost that race on PostgreSQL: a deletion committed between it and the insert left a deleted tenant's rows behind.
       const ids = [...new Set(rows.map((r) => r.tenantId))].sort();
       const gone =
-        rows.length === 0
+        ids.length === 0
           ? []
           : (await tx.query<{ tenant_id: string; deleted_at: unknown }>('SELECT tenant_id, deleted_at FROM tenants WHERE tenant_id = ANY($1::uuid[]) ORDER BY tenant_id FOR KEY SHARE', [ids])).filter(
               (t) => t.deleted_at !== null && t.deleted_at !== undefined,
