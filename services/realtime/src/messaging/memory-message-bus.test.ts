@@ -107,6 +107,24 @@ describe('MemoryMessageBus', () => {
     await bus.close();
   });
 
+  it('delivers the publishes of one turn together, though each reaches the journal through its own promise chain', async () => {
+    // A socket read carrying several publishes: each goes through awaits before the bus (authorization, rules).
+    // Delivered in one pass, a subscriber's connection sends them as one batch frame; the first one alone cost a frame of its own.
+    const bus = open(tempDir());
+    const seen: string[] = [];
+    await bus.subscribe(ref, (m) => {
+      if (seen.length === 0) process.nextTick(() => seen.push('next tick'));
+      seen.push(m.dataJson);
+    });
+    const later = async (data: string, hops: number) => {
+      for (let i = 0; i < hops; i++) await null;
+      return bus.publish(ref, 'u', data);
+    };
+    await Promise.all([bus.publish(ref, 'u', '1'), later('2', 1), later('3', 3)]);
+    expect(seen).toEqual(['1', '2', '3', 'next tick']);
+    await bus.close();
+  });
+
   it('gives every restored channel a new epoch after an unclean stop, and still serves its history', async () => {
     for (const damage of ['none', 'torn tail', 'garbage line']) {
       const dir = tempDir();
