@@ -65,7 +65,7 @@ export class RedisMessageBus implements MessageBus {
     onRedisError: (connection: 'commands' | 'subscriber') => void = () => {},
     pubsub: RedisPubSub = 'auto',
   ) {
-    this.cmd = createRedis(url, { connectionName: 'realtime-messages' }) as Redis & Scripts;
+    this.cmd = createRedis(url, { connectionName: 'realtime-messages', enableAutoPipelining: true }) as Redis & Scripts;
     // Without numberOfKeys the key count is the first argument: the idempotency key is optional.
     this.cmd.defineCommand('relayPublish', { lua: PUBLISH_SCRIPT });
     this.cmd.defineCommand('relayRead', { numberOfKeys: 2, lua: READ_SCRIPT });
