@@ -65,6 +65,8 @@ export class RedisMessageBus implements MessageBus {
     onRedisError: (connection: 'commands' | 'subscriber') => void = () => {},
     pubsub: RedisPubSub = 'auto',
   ) {
+    // Auto-pipelined (ioredis sends a turn's commands in one write): the publishes of one socket read
+    // reach Redis, and come back to subscribers, together, in fuller batch frames (bench/README.md "Redis's groups").
     this.cmd = createRedis(url, { connectionName: 'realtime-messages', enableAutoPipelining: true }) as Redis & Scripts;
     // Without numberOfKeys the key count is the first argument: the idempotency key is optional.
     this.cmd.defineCommand('relayPublish', { lua: PUBLISH_SCRIPT });
