@@ -9,8 +9,9 @@
  *   whose tenant does not exist: the verifier asks the registry about it);
  * - the host-sync fetch of a random tenant id with random credentials;
  * - the host-sync fetch of a real tenant (`tenantId`) with a wrong secret.
- * It stops by itself after `durationMs` and prints one JSON line with its
- * counts; a hard exit timer makes sure it never outlives that by much.
+ * It prints `ready` once loaded, starts on SIGUSR2, stops by itself
+ * `durationMs` later and prints one JSON line with its counts; a hard exit
+ * timer makes sure it never outlives that by much.
  */
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
@@ -31,8 +32,10 @@ interface Args {
 
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 const url = new URL(args.gatewayUrl);
-// Never outlive the run: answers still pending at the end are abandoned.
-setTimeout(() => process.exit(0), args.durationMs + 5000).unref();
+// Never outlive the run: answers still pending at the end are abandoned
+// (counted from start-up, with room for the wait for the go signal; kept
+// referenced, it also keeps the process alive while it waits).
+setTimeout(() => process.exit(0), args.durationMs + 35_000);
 
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 
@@ -150,8 +153,17 @@ function pump(): void {
   }
 }
 
-const started = performance.now();
-const tick = setInterval(() => {
+// Loaded: say so, and offer nothing until told to start (SIGUSR2), so the
+// load begins at one instant for every worker, after their start-up.
+let started = 0;
+process.once('SIGUSR2', () => {
+  started = performance.now();
+  tick = setInterval(offer, 5);
+});
+let tick: NodeJS.Timeout | undefined;
+process.stdout.write('ready\n');
+
+function offer(): void {
   const elapsed = performance.now() - started;
   if (elapsed >= args.durationMs) {
     clearInterval(tick);
@@ -165,7 +177,7 @@ const tick = setInterval(() => {
     else queued += 1;
   }
   pump();
-}, 5);
+}
 
 function finish(elapsed: number): void {
   const report = () => {

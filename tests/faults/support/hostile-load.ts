@@ -37,7 +37,13 @@ export class HostileLoad {
 
   constructor(private readonly opts: HostileLoadOptions) {}
 
-  start(): void {
+  /**
+   * Starts the workers, waits until each has loaded (bounded), then tells
+   * them all to begin: what the test measures is the load, not the start-up
+   * of the processes that offer it (two Node.js processes compiling their
+   * TypeScript take the CPU for most of a second).
+   */
+  async start(): Promise<void> {
     const workers = this.opts.workers ?? 2;
     const all = Array.from({ length: this.opts.addresses }, (_, i) => `127.0.0.${i + 2}`);
     for (let w = 0; w < workers; w++) {
@@ -56,6 +62,8 @@ export class HostileLoad {
       p.start();
       this.procs.push(p);
     }
+    await Promise.all(this.procs.map((p) => p.waitForOutput(/^ready$/m, 30_000)));
+    for (const p of this.procs) p.signal('SIGUSR2');
   }
 
   /** Waits (bounded) for every worker's report and sums them. */
