@@ -95,9 +95,9 @@ describe('faults: overload (hostile traffic above what the machine serves)', () 
     const cpuBefore = procs.map(([, pid]) => cpuSeconds(pid));
     const load = new HostileLoad({ gatewayUrl: stack.gatewayUrl, rate: RATE, durationMs: LOAD_MS, addresses: ADDRESSES, tenantId: valid.id, clientId: valid.clientId, lanesPerAddress: LANES, reconnect: RECONNECT });
     const loadBefore = loadavg()[0]!;
-    await load.start();
-    const startedAt = Date.now();
     try {
+      await load.start();
+      const startedAt = Date.now();
       // The valid tenant: one request every VALID_INTERVAL_MS (open loop), each with a new token.
       const answers: Array<Promise<Answer>> = [];
       const valids = (async () => {
