@@ -15,7 +15,7 @@ const IN_FLIGHT_PER_PROCESS = 25;
 /** The one channel every connect+subscribe joins (many users entering one room). */
 const CHANNEL = 'bench-connect';
 
-type Target = 'relay' | 'ws' | 'relaySub' | 'origin' | 'nats';
+type Target = 'relay' | 'ws' | 'relaySub' | 'floor' | 'origin' | 'nats';
 interface TargetSpec {
   variant: Variant;
   level: Level;
@@ -26,7 +26,7 @@ interface TargetSpec {
 }
 
 /**
- * Two rows, four targets measured in turns:
+ * Three rows, six targets measured in turns:
  * - `connect_rate_ratio`: authenticated WebSocket connects/s (each a distinct
  *   user's token checked by the verifier before the upgrade completes) vs bare
  *   ws handshakes/s.
@@ -34,6 +34,10 @@ interface TargetSpec {
  *   `subscribe` to one channel and its `subscribed` answer, vs nats-server
  *   over WebSocket doing the upgrade, INFO, CONNECT + SUB + PING answered by
  *   PONG (the server has then registered the client and its SUB).
+ * - `gateway_connect_subscribe_vs_nats`: the same through `npm start`'s port.
+ * And, in the same turns, the floor under the second: the bare ws server
+ * answering `ready` and `subscribed` to the same clients, with nothing
+ * checked or stored (what no work in realtime can go below), in its note.
  * The connections are held until the run ends, then closed.
  */
 export const connectRate: Scenario = {
@@ -51,6 +55,9 @@ export const connectRate: Scenario = {
         relay: { variant: 'relay', level: 'open', base: stack.realtimeWs, server: relay, key: stack.key },
         ws: { variant: 'ws', level: 'open', base: `ws://127.0.0.1:${port}`, server: ws },
         relaySub: { variant: 'relay', level: 'subscribed', base: stack.realtimeWs, server: relay, key: stack.key, topic },
+        // The floor of a connect + subscribe in Node and `ws`: the bare ws server answering the same frames (`ready`,
+        // `subscribed`) to the same clients, checking and storing nothing. Not a row: the note of connect_subscribe_vs_nats.
+        floor: { variant: 'relay', level: 'subscribed', base: `ws://127.0.0.1:${port}`, server: ws, key: stack.key, topic },
       };
       const origin = await stack.oneOrigin();
       targets.origin = { variant: 'relay', level: 'subscribed', base: origin.gatewayWs, server: origin.host, key: origin.key, topic: `tenants/${origin.key.tenantId}/channels/${CHANNEL}` };
@@ -84,9 +91,9 @@ export const connectRate: Scenario = {
       // processes were still compiling through a quarter run: the first timed
       // round read about half the later ones, for bare ws as for ours.
       for (const t of order) await once(t, per);
-      const figures: Record<Target, number[]> = { relay: [], ws: [], relaySub: [], origin: [], nats: [] };
-      const busiest: Record<Target, string> = { relay: '', ws: '', relaySub: '', origin: '', nats: '' };
-      const us: Record<Target, Array<{ server: number; verifier: number; clients: number }>> = { relay: [], ws: [], relaySub: [], origin: [], nats: [] };
+      const figures: Record<Target, number[]> = { relay: [], ws: [], relaySub: [], floor: [], origin: [], nats: [] };
+      const busiest: Record<Target, string> = { relay: '', ws: '', relaySub: '', floor: '', origin: '', nats: '' };
+      const us: Record<Target, Array<{ server: number; verifier: number; clients: number }>> = { relay: [], ws: [], relaySub: [], floor: [], origin: [], nats: [] };
       for (let round = 0; round < budget.connectRuns; round++) {
         for (const t of rotate(order, round)) {
           const { rate, busiest: cpu, us: perConnect } = await once(t, per);
@@ -114,7 +121,7 @@ export const connectRate: Scenario = {
                 quick: budget.quick,
                 limitedBy: busiest.relaySub,
                 baselineLimitedBy: busiest.nats,
-                note: `${note}, each subscribing to one shared channel; ours: upgrade (token verified), ready, subscribe, subscribed; nats: upgrade, INFO, CONNECT + SUB + PING, PONG; CPU-µs per connect: ours ${cpuOf('relaySub', 'realtime', true)}; nats ${cpuOf('nats', 'nats-server', false)}`,
+                note: `${note}, each subscribing to one shared channel; ours: upgrade (token verified), ready, subscribe, subscribed; nats: upgrade, INFO, CONNECT + SUB + PING, PONG; CPU-µs per connect: ours ${cpuOf('relaySub', 'realtime', true)}; nats ${cpuOf('nats', 'nats-server', false)}; ${floorNote(figures.floor, figures.nats, cpuOf('floor', 'ws-baseline', false))}`,
               }),
               makeRow({
                 ...GATEWAY,
@@ -130,3 +137,10 @@ export const connectRate: Scenario = {
       ];
     }),
 };
+
+/** The floor's figures (median conn/s, its ratio to nats-server's, its CPU) for the note. */
+function floorNote(floor: number[], nats: number[], cpu: string): string {
+  const f = summarize(floor).median;
+  const n = summarize(nats).median;
+  return `floor (a bare ws server answering ready and subscribed to the same clients, checking and storing nothing): ${Math.round(f).toLocaleString('en-US')} conn/s, ${(f / n).toFixed(2)}x nats-server; CPU-µs per connect ${cpu}`;
+}

@@ -16,6 +16,7 @@ import { serveWorker } from '../lib/worker-runtime';
  */
 const MAX_BATCH_BYTES = 64 * 1024;
 const USER = '00000000-0000-4000-8000-000000000000';
+const READY = JSON.stringify({ type: 'ready', tenant_id: '00000000-0000-4000-8000-000000000001', user_id: USER, expires_at: 4_102_444_800 });
 
 interface Topic {
   plain: Set<WebSocket>;
@@ -62,7 +63,12 @@ function publish(topic: string, data: unknown): void {
 }
 
 wss.on('connection', (ws, req) => {
-  const batching = new URL(req.url ?? '/', 'http://x').searchParams.get('batch') === '2';
+  const url = new URL(req.url ?? '/', 'http://x');
+  const batching = url.searchParams.get('batch') === '2';
+  // A client of the whole contract (realtime's path) waits for `ready`: sent
+  // at once, the same frame as realtime's, with no token checked (the floor
+  // of connect + subscribe in `ws`, connect-rate.ts).
+  if (url.pathname === '/ws') ws.send(READY);
   const mine = new Set<string>();
   ws.on('message', (data: Buffer) => {
     let frame: { type?: unknown; topic?: unknown; data?: unknown };
