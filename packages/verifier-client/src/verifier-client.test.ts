@@ -226,6 +226,37 @@ describe('StreamingVerifierClient batching (VerifyBatchStream)', () => {
     expect(seen).toMatchObject({ batchStreams: 1, singleStreams: 0 });
   });
 
+  it('under load, the checks of the turns before the last write\'s answer go out together in one message (connects arriving one a turn)', async () => {
+    const { port, seen } = await start('answer');
+    const c = client(port);
+    const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+    const first = c.verify('good');
+    await turn();
+    // Three more, one a turn: each turn is microseconds, the first answer a loopback round trip away.
+    const later: Array<Promise<unknown>> = [];
+    for (let i = 0; i < 3; i++) {
+      later.push(c.verify('good'));
+      await turn();
+    }
+    await Promise.all([first, ...later]);
+    expect(seen.batches).toEqual([1, 3]);
+  });
+
+  it('never holds a check long for an answer that does not come: with a silent verifier, the next turn\'s check is written within milliseconds', async () => {
+    const mode = { current: 'silent' as Mode };
+    const f = await fakeVerifier(mode);
+    cleanup.push(() => stopServer(f.server));
+    const c = client(f.port, { deadlineMs: 2000 });
+    const checks = [c.verify('good')];
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    checks.push(c.verify('good'));
+    const written = Date.now();
+    await expect.poll(() => f.seen.batches, { timeout: 1000, interval: 5 }).toEqual([1, 1]);
+    expect(Date.now() - written).toBeLessThan(500);
+    c.close();
+    await Promise.allSettled(checks);
+  });
+
   it('gives each check the answer to its own id, whatever the order and grouping of the responses', async () => {
     const { port } = await start('answer', { scatter: true });
     const c = client(port);

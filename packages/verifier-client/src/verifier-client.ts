@@ -78,9 +78,12 @@ type OpenStream = { batch: true; call: BatchStream } | { batch: false; call: Sin
  * several times the check itself), many checks per message: the checks issued
  * on one turn of the event loop are written together, on the next, as one
  * VerifyBatchStream message (at most maxBatch each), because grpc-js and HTTP/2
- * cost more per message than the check does. Answers come back by id, in any
- * grouping; each check keeps its own deadline and its own verdict or
- * `unavailable`.
+ * cost more per message than the check does. While the last write has had no
+ * answer, further checks wait for its first answer (at most LINGER_MS, or
+ * until maxBatch wait), so a load that issues one check a turn (connects)
+ * still sends several per message; idle, nothing waits. Answers come back by
+ * id, in any grouping; each check keeps its own deadline and its own verdict
+ * or `unavailable`.
  *
  * When the stream breaks or ends (a verifier stopping ends its streams), each
  * pending check still within its deadline is sent once more on a new stream:
@@ -96,6 +99,9 @@ type OpenStream = { batch: true; call: BatchStream } | { batch: false; call: Sin
  * tries VerifyBatchStream again, so a rolling upgrade ends with every caller
  * batching.
  */
+/** How long checks wait at most for the last write's first answer before they go anyway. */
+const LINGER_MS = 1;
+
 export class StreamingVerifierClient implements VerifierClient {
   private readonly client: grpc.Client & Record<string, (...args: unknown[]) => unknown>;
   private readonly pending = new Map<number, Pending>();
@@ -103,6 +109,9 @@ export class StreamingVerifierClient implements VerifierClient {
   /** Checks issued since the last flush, in issue order. */
   private outbox: Pending[] = [];
   private flushScheduled = false;
+  /** The last write has had no answer yet: checks issued meanwhile wait for one, at most LINGER_MS. */
+  private unanswered = false;
+  private linger: NodeJS.Timeout | undefined;
   /** Until then, new streams are VerifyStream (the verifier answered UNIMPLEMENTED to the batch RPC). */
   private singleUntil = 0;
   private nextId = 1;
@@ -145,16 +154,35 @@ export class StreamingVerifierClient implements VerifierClient {
       const p: Pending = { refresh, msg, written: false, resent: false, resolve, reject, deadline: Date.now() + this.deadlineMs };
       this.pending.set(id, p);
       this.outbox.push(p);
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(() => this.flush());
-      }
+      this.scheduleFlush();
     });
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flush());
   }
 
   /** Writes the outbox: the checks issued since the last flush that are still pending. */
   private flush(): void {
     this.flushScheduled = false;
+    // While the last write waits for its first answer, the outbox fills: under
+    // load the checks of several turns share one message (at 50 connects in
+    // flight about one upgrade arrives per turn, and each check paid a whole
+    // message on both sides). Idle, nothing is unanswered and nothing waits.
+    if (this.unanswered && !this.closed && this.outbox.length < this.maxBatch) {
+      this.linger ??= setTimeout(() => {
+        this.linger = undefined;
+        this.unanswered = false;
+        this.scheduleFlush();
+      }, LINGER_MS);
+      return;
+    }
+    if (this.linger) {
+      clearTimeout(this.linger);
+      this.linger = undefined;
+    }
     const out = this.outbox;
     this.outbox = [];
     if (this.closed) return;
@@ -170,6 +198,7 @@ export class StreamingVerifierClient implements VerifierClient {
 
   private write(msgs: VerifyStreamRequest[]): void {
     const s = this.openStream();
+    this.unanswered = true;
     if (s.batch) {
       for (let i = 0; i < msgs.length; i += this.maxBatch) s.call.write({ checks: msgs.slice(i, i + this.maxBatch) });
     } else {
@@ -187,6 +216,10 @@ export class StreamingVerifierClient implements VerifierClient {
   }
 
   private answer(msg: VerifyStreamResponse): void {
+    if (this.unanswered) {
+      this.unanswered = false;
+      if (this.outbox.length > 0) this.scheduleFlush();
+    }
     const p = this.settle(msg.id);
     if (!p) return;
     if (msg.unavailable || !msg.result) p.reject(new RelayError('auth_unavailable', 'verifier could not decide'));
@@ -202,6 +235,7 @@ export class StreamingVerifierClient implements VerifierClient {
   close(): void {
     this.closed = true;
     clearInterval(this.sweeper);
+    clearTimeout(this.linger);
     this.outbox = [];
     this.failAll('verifier client closed');
     this.stream?.call.cancel();
@@ -246,6 +280,9 @@ export class StreamingVerifierClient implements VerifierClient {
   private broken(s: OpenStream, why: string, counts: boolean): void {
     if (this.stream !== s) return;
     this.stream = undefined;
+    // Nothing more will answer that stream's writes: what waits for them goes on the next.
+    this.unanswered = false;
+    if (this.outbox.length > 0) this.scheduleFlush();
     if (this.closed) return this.failAll(why);
     const now = Date.now();
     const again: VerifyStreamRequest[] = [];
