@@ -73,6 +73,9 @@ type BatchStream = grpc.ClientDuplexStream<VerifyBatchRequest, VerifyBatchRespon
 type SingleStream = grpc.ClientDuplexStream<VerifyStreamRequest, VerifyStreamResponse>;
 type OpenStream = { batch: true; call: BatchStream } | { batch: false; call: SingleStream };
 
+/** How long checks wait at most for the last write's first answer before they go anyway. */
+const LINGER_MS = 1;
+
 /**
  * Sends checks over one long-lived stream (a unary call per check costs
  * several times the check itself), many checks per message: the checks issued
@@ -99,9 +102,6 @@ type OpenStream = { batch: true; call: BatchStream } | { batch: false; call: Sin
  * tries VerifyBatchStream again, so a rolling upgrade ends with every caller
  * batching.
  */
-/** How long checks wait at most for the last write's first answer before they go anyway. */
-const LINGER_MS = 1;
-
 export class StreamingVerifierClient implements VerifierClient {
   private readonly client: grpc.Client & Record<string, (...args: unknown[]) => unknown>;
   private readonly pending = new Map<number, Pending>();
