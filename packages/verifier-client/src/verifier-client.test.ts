@@ -226,35 +226,38 @@ describe('StreamingVerifierClient batching (VerifyBatchStream)', () => {
     expect(seen).toMatchObject({ batchStreams: 1, singleStreams: 0 });
   });
 
-  it('under load, the checks of the turns before the last write\'s answer go out together in one message (connects arriving one a turn)', async () => {
-    const { port, seen } = await start('answer');
-    const c = client(port);
+  it('checks issued on later turns while the last message is unanswered go out together in one message (connects arriving one a turn)', async () => {
+    // A silent verifier and a long linger: the first message is never answered, so the three
+    // checks of the next three turns wait together and leave as one message when the linger ends.
+    const f = await fakeVerifier({ current: 'silent' });
+    cleanup.push(() => stopServer(f.server));
+    const c = client(f.port, { lingerMs: 300, deadlineMs: 5000 });
     const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
-    const first = c.verify('good');
+    const checks = [c.verify('good')];
     await turn();
-    // Three more, one a turn: each turn is microseconds, the first answer a loopback round trip away.
-    const later: Array<Promise<unknown>> = [];
     for (let i = 0; i < 3; i++) {
-      later.push(c.verify('good'));
+      checks.push(c.verify('good'));
       await turn();
     }
-    await Promise.all([first, ...later]);
-    expect(seen.batches).toEqual([1, 3]);
-  });
-
-  it('never holds a check long for an answer that does not come: with a silent verifier, the next turn\'s check is written within milliseconds', async () => {
-    const mode = { current: 'silent' as Mode };
-    const f = await fakeVerifier(mode);
-    cleanup.push(() => stopServer(f.server));
-    const c = client(f.port, { deadlineMs: 2000 });
-    const checks = [c.verify('good')];
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    checks.push(c.verify('good'));
-    const written = Date.now();
-    await expect.poll(() => f.seen.batches, { timeout: 1000, interval: 5 }).toEqual([1, 1]);
-    expect(Date.now() - written).toBeLessThan(500);
+    await expect.poll(() => f.seen.batches, { timeout: 3000, interval: 10 }).toEqual([1, 3]);
     c.close();
     await Promise.allSettled(checks);
+  });
+
+  it('an answer releases the checks waiting for it at once (a linger of 10 s never comes into play)', async () => {
+    const { port, seen } = await start('answer');
+    const c = client(port, { lingerMs: 10_000 });
+    const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+    const started = Date.now();
+    const checks = [c.verify('good')];
+    for (let i = 0; i < 5; i++) {
+      await turn();
+      checks.push(c.verify('good'));
+    }
+    const results = await Promise.all(checks);
+    expect(results.every((r) => r.valid)).toBe(true);
+    expect(Date.now() - started, 'answered without waiting out the linger').toBeLessThan(5000);
+    expect(seen.batches.reduce((a, b) => a + b, 0)).toBe(6);
   });
 
   it('gives each check the answer to its own id, whatever the order and grouping of the responses', async () => {

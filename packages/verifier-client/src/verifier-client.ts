@@ -39,6 +39,8 @@ export interface VerifierClientOptions {
    * it), the streams opened within this use VerifyStream (default 60 s).
    */
   batchRetryMs?: number;
+  /** How long checks wait at most for the last message's first answer before they go anyway (default 1 ms). */
+  lingerMs?: number;
   logger?: Logger;
 }
 
@@ -120,6 +122,7 @@ export class StreamingVerifierClient implements VerifierClient {
   private readonly maxRefreshInFlight: number;
   private readonly maxBatch: number;
   private readonly batchRetryMs: number;
+  private readonly lingerMs: number;
   private refreshInFlight = 0;
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
@@ -133,6 +136,7 @@ export class StreamingVerifierClient implements VerifierClient {
     this.maxRefreshInFlight = Math.max(1, Math.floor(this.maxInFlight * (opts.refreshShare ?? 0.25)));
     this.maxBatch = Math.min(MAX_VERIFY_BATCH, Math.max(1, Math.floor(opts.maxBatch ?? MAX_VERIFY_BATCH)));
     this.batchRetryMs = opts.batchRetryMs ?? 60_000;
+    this.lingerMs = opts.lingerMs ?? LINGER_MS;
     // One sweep timer instead of a timer per call.
     this.sweeper = setInterval(() => this.expire(), Math.max(10, Math.floor(this.deadlineMs / 4)));
     this.sweeper.unref();
@@ -176,7 +180,7 @@ export class StreamingVerifierClient implements VerifierClient {
         this.linger = undefined;
         this.unanswered = false;
         this.scheduleFlush();
-      }, LINGER_MS);
+      }, this.lingerMs);
       return;
     }
     if (this.linger) {
