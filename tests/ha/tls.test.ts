@@ -179,7 +179,7 @@ describe('PostgreSQL with sslmode=verify-full, and the registry on TLS PostgreSQ
     server = registry.createServer(config);
     await server.start();
     const ready = await fetch(`http://127.0.0.1:${server.opsPort}/readyz`);
-    expect(await ready.json()).toEqual({ status: 'ready', checks: { tenant_feed: true, tenant_events: true, secrets_keyring: true } });
+    expect(await ready.json()).toEqual({ status: 'ready', checks: { tenant_feed: true, feed_mirror: true, tenant_events: true, secrets_keyring: true } });
     const created = await fetch(`http://127.0.0.1:${server.httpPort}/admin/tenants`, { method: 'POST', headers: { authorization: `Bearer ${config.adminToken}` } });
     expect(created.status).toBe(201);
     const rows = await postgres.query<{ ssl: boolean; n: string }>(

@@ -1,6 +1,6 @@
-import { createLogger } from '@service-relay/core';
+import { createLogger, createRedis, redisReady } from '@service-relay/core';
 import { RedisTenantEventBus, type TenantEvent, type TenantFeed } from '@service-relay/tenant-events';
-import { createTestDatabase, TEST_REDIS_URL, uniqueRedisPrefix, type TestDatabase } from '@service-relay/testkit';
+import { createTestDatabase, deleteRedisPrefix, TEST_REDIS_URL, uniqueRedisPrefix, type TestDatabase } from '@service-relay/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRegistry, type TestRegistry } from './testing/test-registry';
 
@@ -34,7 +34,7 @@ afterAll(async () => {
 describe('tenant-registry on PostgreSQL and Redis', () => {
   it('reports the database and the tenant event bus in /readyz', async () => {
     const res = await fetch(`${reg.opsUrl}/readyz`);
-    expect(await res.json()).toEqual({ status: 'ready', checks: { tenant_feed: true, tenant_events: true, secrets_keyring: true } });
+    expect(await res.json()).toEqual({ status: 'ready', checks: { tenant_feed: true, feed_mirror: true, tenant_events: true, secrets_keyring: true } });
   });
 
   it('answers an admin call only after another consumer applied the change, in feed order', async () => {
@@ -47,6 +47,29 @@ describe('tenant-registry on PostgreSQL and Redis', () => {
       { kind: 'rotated', version: 2, revoked_key_versions: [] },
       { kind: 'revoked_all', version: 3, revoked_key_versions: [2, 1] },
     ]);
+  });
+
+  it('holds the feed in its Redis mirror before it serves: a PostgreSQL outage right after a start finds it there', async () => {
+    const prefix = uniqueRedisPrefix('registry-mirror');
+    const db = await createTestDatabase('registry_mirror');
+    const fresh = await startTestRegistry({
+      env: { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix },
+      bus: new RedisTenantEventBus(TEST_REDIS_URL, prefix, silent),
+    });
+    const redis = createRedis({ url: TEST_REDIS_URL });
+    try {
+      await redisReady(redis);
+      // Read at once: the heartbeat's first repair is a second away.
+      const [base, latest] = await redis.hmget(`${prefix}{feed-mirror}:meta`, 'base', 'latest');
+      // Started at the outbox's latest sequence (a new database: none yet).
+      expect({ base, latest }).toEqual({ base: '0', latest: '0' });
+      expect(((await (await fetch(`${fresh.opsUrl}/readyz`)).json()) as { checks: Record<string, boolean> }).checks.feed_mirror).toBe(true);
+    } finally {
+      redis.disconnect();
+      await fresh.stop();
+      await db.drop();
+      await deleteRedisPrefix(prefix);
+    }
   });
 
   it('keeps tenants across a restart on PostgreSQL', async () => {

@@ -111,7 +111,13 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
   const readiness: Record<string, () => Promise<boolean>> =
     config.redis.url === undefined
       ? { database: databaseUp, secrets_keyring: secretsKeyring }
-      : { tenant_feed: async () => (await feedDatabaseUp()) || ((await mirror?.ready()) ?? false), tenant_events: () => bus.ready(), secrets_keyring: secretsKeyring };
+      : {
+          tenant_feed: async () => (await feedDatabaseUp()) || ((await mirror?.ready()) ?? false),
+          // Not ready until the mirror holds the feed: before that, a PostgreSQL outage would refuse every user.
+          feed_mirror: async () => (await mirror?.ready()) ?? false,
+          tenant_events: () => bus.ready(),
+          secrets_keyring: secretsKeyring,
+        };
   // Failed host-sync fetches are counted in Redis when there is one (shared by
   // replicas); a slow Redis must not hold fetches: past 500 ms the in-process counter decides.
   let limiterRedis: Redis | undefined;
@@ -176,6 +182,8 @@ export function createServer(config: RegistryConfig, deps: RegistryDeps = {}): R
         const store = new TenantStore(db, crypto, deps.clock ?? systemClock, dbs.feed);
         mirror = createFeedMirror(config.redis, logger);
         propagation = new Propagation(store.feed, bus, logger, config.propagationTimeoutMs, undefined, mirror);
+        // The mirror starts before this replica serves (the heartbeat keeps it level from then on).
+        await propagation.repairMirror();
         propagation.startHeartbeat(HEARTBEAT_MS);
         const feed = store.feed;
         const audit = new AuditLog(new AuditStore(db), logger, {

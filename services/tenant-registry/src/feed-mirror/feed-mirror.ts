@@ -32,6 +32,7 @@ export interface FeedMirror {
    * the mirror holds nothing (never started, or Redis lost it).
    */
   read(applied: number, limit: number, leaseMs: number): Promise<(FeedPage & { granted: boolean }) | undefined>;
+  /** Redis answers and the mirror holds the feed (a repair started it): a PostgreSQL outage would leave unchanged tenants served. */
   ready(): Promise<boolean>;
   close(): void;
 }

@@ -52,6 +52,24 @@ describe('RedisFeedMirror (real Redis)', () => {
     expect(await mirror.read(-1, 100, 2000)).toMatchObject({ changes: [], latestSeq: 4, granted: false });
   });
 
+  it('is ready only while it holds the feed: Redis answering is not enough', async () => {
+    const mirror = make();
+    expect(await mirror.read(0, 100, 2000)).toBeUndefined();
+    expect(await mirror.ready()).toBe(false);
+    await mirror.repair(new FakeOutbox([change(1)]));
+    expect(await mirror.ready()).toBe(true);
+  });
+
+  it('takes an answer that arrived while the registry was busy past its deadline (event-loop lag is not a Redis fault)', async () => {
+    const mirror = make();
+    await mirror.repair(new FakeOutbox([change(1)]));
+    const page = mirror.read(1, 100, 2000);
+    // Redis answers within a millisecond; this process reads it 400 ms later.
+    const until = performance.now() + 400;
+    while (performance.now() < until);
+    await expect(page).resolves.toMatchObject({ latestSeq: 1, granted: true });
+  });
+
   it('counts the leases it granted: a change appended after one learns how long it may still run', async () => {
     const mirror = make();
     await mirror.repair(new FakeOutbox([change(1)]));

@@ -1,4 +1,4 @@
-import { createRedis, redisPing, redisReady, withTimeout, type Logger, type Redis, type RedisTarget } from '@service-relay/core';
+import { createRedis, redisReady, withTimeout, type Logger, type Redis, type RedisTarget } from '@service-relay/core';
 import { MAX_FEED_PAGE, type FeedChange } from '../store/feed-store';
 import type { FeedMirror, FeedSource, MirrorAppend } from './feed-mirror';
 import { defineFeedMirrorCommands, type FeedMirrorCommands } from './redis-feed-mirror-scripts';
@@ -7,6 +7,14 @@ import { defineFeedMirrorCommands, type FeedMirrorCommands } from './redis-feed-
 const KEEP = 10_000;
 /** A mirror call not answered within this counts as failed (a frozen Redis must not hold an admin call or a feed answer). */
 const DEADLINE_MS = 250;
+/**
+ * ioredis's own timeout only clears commands a frozen Redis never answers:
+ * withTimeout enforces DEADLINE_MS, and unlike ioredis's timer it takes an
+ * answer that arrived while this process was busy past the deadline (under
+ * event-loop lag a 250 ms ioredis timeout failed every call, and a mirror
+ * that never started left consumers nothing to read in a PostgreSQL outage).
+ */
+const COMMAND_TIMEOUT_MS = 4 * DEADLINE_MS;
 /** Covers clock-rate differences between a consumer and Redis over a lease, as the database path does. */
 const LEASE_MARGIN_MS = 100;
 
@@ -37,7 +45,7 @@ export class RedisFeedMirror implements FeedMirror {
   private readonly meta: string;
 
   constructor(url: RedisTarget, prefix: string, logger: Logger) {
-    const redis: Redis = createRedis(url, { connectionName: `${prefix}registry-feed-mirror`, commandTimeout: DEADLINE_MS });
+    const redis: Redis = createRedis(url, { connectionName: `${prefix}registry-feed-mirror`, commandTimeout: COMMAND_TIMEOUT_MS });
     redis.on('error', (err: Error) => logger.debug({ err: err.message }, 'feed mirror redis error'));
     this.redis = defineFeedMirrorCommands(redis);
     this.log = `${prefix}{feed-mirror}:log`;
@@ -91,7 +99,11 @@ export class RedisFeedMirror implements FeedMirror {
   }
 
   async ready(): Promise<boolean> {
-    return withTimeout(redisPing(this.redis), 1000).catch(() => false);
+    if (this.redis.status !== 'ready') return false;
+    return withTimeout(this.redis.hexists(this.meta, 'base'), 1000).then(
+      (n) => n === 1,
+      () => false,
+    );
   }
 
   close(): void {

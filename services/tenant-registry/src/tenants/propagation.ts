@@ -31,6 +31,7 @@ const RECHECK_MS = 100;
 export class Propagation {
   private readonly wakers = new Set<() => void>();
   private heartbeat: NodeJS.Timeout | undefined;
+  private repairFailing = false;
 
   constructor(
     private readonly feed: FeedStore,
@@ -59,9 +60,30 @@ export class Propagation {
       );
       // Every replica keeps the mirror level with the outbox: a change whose
       // own append failed (Redis blinked), or a mirror Redis lost, is back within a beat.
-      this.mirror?.repair(this.feed).catch((err: unknown) => this.logger.debug({ err: (err as Error).message }, 'feed mirror repair failed'));
+      void this.repairMirror();
     }, heartbeatMs);
     this.heartbeat.unref();
+  }
+
+  /**
+   * One repair of the mirror. The first failure after a success is a warning
+   * (until a repair succeeds, a PostgreSQL outage may refuse every user);
+   * the rest of a run of failures is debug, and the recovery is logged.
+   */
+  async repairMirror(): Promise<boolean> {
+    if (!this.mirror) return true;
+    try {
+      await this.mirror.repair(this.feed);
+      if (this.repairFailing) this.logger.info('feed mirror repaired');
+      this.repairFailing = false;
+      return true;
+    } catch (err) {
+      const message = (err as Error).message;
+      if (this.repairFailing) this.logger.debug({ err: message }, 'feed mirror repair failed');
+      else this.logger.warn({ err: message }, 'feed mirror repair failed: until it succeeds, a PostgreSQL outage may refuse users (retried every heartbeat)');
+      this.repairFailing = true;
+      return false;
+    }
   }
 
   stop(): void {
