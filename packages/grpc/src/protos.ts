@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { fileURLToPath } from 'node:url';
+import { encodeVerifyBatchResponse } from './verify-batch-codec';
 
 /** The one source of truth for protos, loaded at run time (no generated copies). */
 export const PROTO_ROOT = fileURLToPath(new URL('../../../proto/', import.meta.url));
@@ -27,9 +28,23 @@ export function loadProto(relPath: string): grpc.GrpcObject {
   return pkg;
 }
 
+/**
+ * Serializers written by hand in place of proto-loader's, where a
+ * measurement showed the library's cost (each codec's file says which).
+ * Servers use them; what goes over the wire is the same protobuf.
+ */
+const OWN_SERIALIZERS: Record<string, Record<string, { responseSerialize: (value: never) => Buffer }>> = {
+  'relay.auth.v1.TokenVerifier': { VerifyBatchStream: { responseSerialize: encodeVerifyBatchResponse } },
+};
+
 /** The service definition at a dotted name, e.g. `relay.auth.v1.TokenVerifier`. */
 export function serviceDefinition(relPath: string, dotted: string): grpc.ServiceDefinition {
-  return lookup(loadProto(relPath), dotted).service;
+  const def = lookup(loadProto(relPath), dotted).service;
+  const own = OWN_SERIALIZERS[dotted];
+  if (!own) return def;
+  const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = { ...def };
+  for (const [method, codec] of Object.entries(own)) out[method] = { ...def[method]!, ...codec } as grpc.MethodDefinition<unknown, unknown>;
+  return out as grpc.ServiceDefinition;
 }
 
 /** A client constructor at a dotted name. */
