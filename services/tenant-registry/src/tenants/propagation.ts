@@ -67,22 +67,21 @@ export class Propagation {
 
   /**
    * One repair of the mirror. The first failure after a success is a warning
-   * (until a repair succeeds, a PostgreSQL outage may refuse every user);
-   * the rest of a run of failures is debug, and the recovery is logged.
+   * (a mirror that was never started holds nothing to serve a PostgreSQL
+   * outage from: /readyz says so, `feed_mirror`); the rest of a run of
+   * failures is debug, and the recovery is logged.
    */
-  async repairMirror(): Promise<boolean> {
-    if (!this.mirror) return true;
+  async repairMirror(): Promise<void> {
+    if (!this.mirror) return;
     try {
       await this.mirror.repair(this.feed);
       if (this.repairFailing) this.logger.info('feed mirror repaired');
       this.repairFailing = false;
-      return true;
     } catch (err) {
       const message = (err as Error).message;
       if (this.repairFailing) this.logger.debug({ err: message }, 'feed mirror repair failed');
-      else this.logger.warn({ err: message }, 'feed mirror repair failed: until it succeeds, a PostgreSQL outage may refuse users (retried every heartbeat)');
+      else this.logger.warn({ err: message }, 'feed mirror repair failed (retried every heartbeat)');
       this.repairFailing = true;
-      return false;
     }
   }
 
