@@ -60,6 +60,8 @@ interface Sized {
   user: number;
   reason: number;
   cap: number;
+  /** The KeySlot enum's number. */
+  slot: number;
 }
 
 /** A string field: tag, length, bytes; nothing when empty. */
@@ -72,20 +74,20 @@ function int64FieldSize(n: number | undefined): number {
 }
 
 function size(r: VerifyStreamResponse): Sized {
-  const s: Sized = { r, verdictLen: 0, len: 0, tenant: 0, user: 0, reason: 0, cap: 0 };
+  const s: Sized = { r, verdictLen: 0, len: 0, tenant: 0, user: 0, reason: 0, cap: 0, slot: 0 };
   const v = r.result;
   if (v) {
     s.tenant = Buffer.byteLength(v.tenant_id);
     s.user = Buffer.byteLength(v.user_id);
     s.reason = Buffer.byteLength(v.reason);
     s.cap = v.cap_json ? Buffer.byteLength(v.cap_json) : 0;
-    const slot = KEY_SLOT[v.key_slot] ?? 0;
+    s.slot = KEY_SLOT[v.key_slot] ?? 0;
     s.verdictLen =
       (v.valid ? 2 : 0) +
       stringFieldSize(s.tenant) +
       stringFieldSize(s.user) +
       int64FieldSize(v.expires_at) +
-      (slot ? 2 : 0) +
+      (s.slot ? 2 : 0) +
       int64FieldSize(v.key_version) +
       stringFieldSize(s.reason) +
       stringFieldSize(s.cap) +
@@ -127,14 +129,13 @@ function writeResult(buf: Buffer, pos: number, s: Sized): number {
     pos = writeString(buf, pos, 0x12, v.tenant_id, s.tenant);
     pos = writeString(buf, pos, 0x1a, v.user_id, s.user);
     pos = writeInt64Field(buf, pos, 0x20, v.expires_at);
-    const slot = KEY_SLOT[v.key_slot] ?? 0;
-    if (slot) {
+    if (s.slot) {
       buf[pos++] = 0x28;
-      buf[pos++] = slot;
+      buf[pos++] = s.slot;
     }
     pos = writeInt64Field(buf, pos, 0x30, v.key_version);
     pos = writeString(buf, pos, 0x3a, v.reason, s.reason);
-    if (v.cap_json) pos = writeString(buf, pos, 0x42, v.cap_json, s.cap);
+    pos = writeString(buf, pos, 0x42, v.cap_json ?? '', s.cap);
     pos = writeInt64Field(buf, pos, 0x48, v.issued_at);
     pos = writeInt64Field(buf, pos, 0x50, v.as_of_seq);
   }

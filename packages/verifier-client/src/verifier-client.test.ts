@@ -200,6 +200,9 @@ describe.each([
   });
 });
 
+/** Resolves on the next turn of the event loop (after its I/O). */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 describe('StreamingVerifierClient batching (VerifyBatchStream)', () => {
   const cleanup: Array<() => Promise<void> | void> = [];
   afterEach(async () => {
@@ -232,12 +235,11 @@ describe('StreamingVerifierClient batching (VerifyBatchStream)', () => {
     const f = await fakeVerifier({ current: 'silent' });
     cleanup.push(() => stopServer(f.server));
     const c = client(f.port, { lingerMs: 300, deadlineMs: 5000 });
-    const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
     const checks = [c.verify('good')];
-    await turn();
+    await nextTurn();
     for (let i = 0; i < 3; i++) {
       checks.push(c.verify('good'));
-      await turn();
+      await nextTurn();
     }
     await expect.poll(() => f.seen.batches, { timeout: 3000, interval: 10 }).toEqual([1, 3]);
     c.close();
@@ -247,11 +249,10 @@ describe('StreamingVerifierClient batching (VerifyBatchStream)', () => {
   it('an answer releases the checks waiting for it at once (a linger of 10 s never comes into play)', async () => {
     const { port, seen } = await start('answer');
     const c = client(port, { lingerMs: 10_000 });
-    const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
     const started = Date.now();
     const checks = [c.verify('good')];
     for (let i = 0; i < 5; i++) {
-      await turn();
+      await nextTurn();
       checks.push(c.verify('good'));
     }
     const results = await Promise.all(checks);
