@@ -28,6 +28,7 @@ interface Target {
 
 interface Count {
   delivered: number;
+  frames: number;
   open: number;
   atMs: number;
 }
@@ -85,6 +86,8 @@ export const fanout: Scenario = {
 
       const figures: Record<Variant | 'origin', number[]> = { relay: [], relayPlain: [], ws: [], wsBatch: [], socketio: [], nats: [], mqtt: [], origin: [] };
       const busiestOf: Partial<Record<Variant | 'origin', string>> = {};
+      // Messages and the frames that carried them, over every round's measured seconds: batch against batch is like for like only if they group alike.
+      const carried: Partial<Record<Variant | 'origin', { delivered: number; frames: number }>> = {};
       for (let round = 0; round < budget.runs; round++) {
         for (const variant of rotate(variants, round)) {
           const t = targets[variant]!;
@@ -97,6 +100,11 @@ export const fanout: Scenario = {
           const busiest = await cpu();
           await publisher.call('publishStop', { group: variant });
           const rate = after.reduce((sum, a, i) => sum + ((a.delivered - before[i]!.delivered) / (a.atMs - before[i]!.atMs)) * 1000, 0);
+          const c = (carried[variant] ??= { delivered: 0, frames: 0 });
+          after.forEach((a, i) => {
+            c.delivered += a.delivered - before[i]!.delivered;
+            c.frames += a.frames - before[i]!.frames;
+          });
           figures[variant].push(rate);
           busiestOf[variant] = busiest;
         }
@@ -107,19 +115,24 @@ export const fanout: Scenario = {
         if (open < per * CLIENT_PROCESSES) dropped.push(`${variant} dropped ${per * CLIENT_PROCESSES - open} subscribers`);
       }
       const note = [`${per * CLIENT_PROCESSES} subscribers in ${CLIENT_PROCESSES} processes, ${MESSAGE_BYTES}-byte data, window ${WINDOW}`, ...dropped].join('; ');
+      const perFrame = (variant: Variant | 'origin'): string => {
+        const c = carried[variant];
+        return c && c.frames > 0 ? (c.delivered / c.frames).toFixed(1) : 'n/a';
+      };
+      const grouping = (ours: Variant | 'origin', theirs: Variant | 'origin') => `messages per frame: ours ${perFrame(ours)}, baseline ${perFrame(theirs)}`;
       const peerRow = (row: typeof NATS, variant: Variant, peer: typeof nats): Row =>
         typeof peer === 'string'
           ? failedRow(row.name, row.unit, row.baselineName, row.target, peer)
-          : makeRow({ ...row, baselineName: row.baselineName.replace(/^(\S+)/, `$1 ${peer.version}`), ours: figures.relay, baseline: figures[variant], quick: budget.quick, limitedBy: busiestOf.relay, baselineLimitedBy: busiestOf[variant], note: `${note}; ours batch frames (?batch=2)` });
+          : makeRow({ ...row, baselineName: row.baselineName.replace(/^(\S+)/, `$1 ${peer.version}`), ours: figures.relay, baseline: figures[variant], quick: budget.quick, limitedBy: busiestOf.relay, baselineLimitedBy: busiestOf[variant], note: `${note}; ours batch frames (?batch=2); ${grouping('relay', variant)}` });
       return [
-        makeRow({ ...FANOUT, ours: figures.relay, baseline: figures.wsBatch, quick: budget.quick, limitedBy: busiestOf.relay, baselineLimitedBy: busiestOf.wsBatch, note: `${note}; both sides batch frames (?batch=2)` }),
-        makeRow({ ...PLAIN, ours: figures.relayPlain, baseline: figures.ws, quick: budget.quick, limitedBy: busiestOf.relayPlain, baselineLimitedBy: busiestOf.ws, note: `${note}; both sides one frame per message` }),
+        makeRow({ ...FANOUT, ours: figures.relay, baseline: figures.wsBatch, quick: budget.quick, limitedBy: busiestOf.relay, baselineLimitedBy: busiestOf.wsBatch, note: `${note}; both sides batch frames (?batch=2); ${grouping('relay', 'wsBatch')}` }),
+        makeRow({ ...PLAIN, ours: figures.relayPlain, baseline: figures.ws, quick: budget.quick, limitedBy: busiestOf.relayPlain, baselineLimitedBy: busiestOf.ws, note: `${note}; both sides one frame per message; ${grouping('relayPlain', 'ws')}` }),
         makeRow({ ...SOCKETIO, ours: figures.relayPlain, baseline: figures.socketio, quick: budget.quick, limitedBy: busiestOf.relayPlain, baselineLimitedBy: busiestOf.socketio, note: `${note}; ours one frame per message, as socket.io sends` }),
         peerRow(NATS, 'nats', nats),
         peerRow(MOSQUITTO, 'mqtt', mosquitto),
         typeof nats === 'string'
           ? failedRow(GATEWAY.name, GATEWAY.unit, GATEWAY.baselineName, GATEWAY.target, nats)
-          : makeRow({ ...GATEWAY, baselineName: `nats-server ${nats.version} over WebSocket`, ours: figures.origin, baseline: figures.nats, quick: budget.quick, limitedBy: busiestOf.origin, baselineLimitedBy: busiestOf.nats, note: `${note}; ours through npm start's gateway port (every service in one process, in-process bus; the gateway hands the upgrade to realtime), batch frames (?batch=2)` }),
+          : makeRow({ ...GATEWAY, baselineName: `nats-server ${nats.version} over WebSocket`, ours: figures.origin, baseline: figures.nats, quick: budget.quick, limitedBy: busiestOf.origin, baselineLimitedBy: busiestOf.nats, note: `${note}; ours through npm start's gateway port (every service in one process, in-process bus; the gateway hands the upgrade to realtime), batch frames (?batch=2); ${grouping('origin', 'nats')}` }),
       ];
     }),
 };

@@ -17,6 +17,8 @@ interface Group {
   variant: Variant;
   sockets: WebSocket[];
   delivered: number;
+  /** WebSocket frames that carried them (a batch frame or a peer's packed frame holds several). */
+  frames: number;
   closes: Array<{ at: number; code: number }>;
   /** The `latency` scenario's sampled subscribers' latencies (open's sampleEvery). */
   latency?: LatencyLog;
@@ -41,7 +43,7 @@ const wallNow = () => performance.timeOrigin + performance.now();
 function groupOf(name: string, variant: Variant): Group {
   let g = groups.get(name);
   if (!g) {
-    g = { variant, sockets: [], delivered: 0, closes: [] };
+    g = { variant, sockets: [], delivered: 0, frames: 0, closes: [] };
     groups.set(name, g);
   }
   return g;
@@ -67,6 +69,7 @@ async function openOne(g: Group, args: OpenArgs, token: string | undefined): Pro
   if (counter) {
     ws.on('message', (data: Buffer) => {
       g.delivered += counter(data);
+      g.frames += 1;
     });
     g.sockets.push(ws);
     return;
@@ -76,6 +79,7 @@ async function openOne(g: Group, args: OpenArgs, token: string | undefined): Pro
       if (data.length === 1 && proto.keepalive(ws, data.toString())) return;
     }
     g.delivered += 1;
+    g.frames += 1;
   });
   g.sockets.push(ws);
 }
@@ -272,7 +276,7 @@ serveWorker(
     open: open,
     count: ({ group }: { group: string }) => {
       const g = groups.get(group);
-      return { delivered: g?.delivered ?? 0, open: g ? g.sockets.length - g.closes.length : 0, atMs: wallNow() };
+      return { delivered: g?.delivered ?? 0, frames: g?.frames ?? 0, open: g ? g.sockets.length - g.closes.length : 0, atMs: wallNow() };
     },
     close: closeGroup,
     awaitClosed: awaitClosed,
