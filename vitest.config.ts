@@ -20,13 +20,14 @@ const common = {
 // is one file at a time: unit and int (160 files) spent 407 s for 142 s of
 // their own test time, the rest starting workers and importing modules, and
 // the e2e files waited for the stacks they start. These three projects share
-// group 0 with three workers (`PARALLEL_WORKERS`): with two, the group took
-// 338 s on a 2-core Intel Xeon and the CPU stood idle for stretches while
-// files waited on their stacks; with three, 288 and 300 s. The suites whose
+// group 0 with two workers (`PARALLEL_WORKERS`). Three took the group from
+// 338 s to 288-300 s on a 2-core Intel Xeon, but the second of two full runs
+// with three failed tests/webhooks.test.ts (a user's connect recorded twice,
+// under that load; not explained yet), so two it stays. The suites whose
 // assertions time what other work slows (attack, faults, ha) run after them,
 // one file at a time.
 const SERIAL_E2E = 'tests/sdk-tarball.test.ts';
-const parallel = { maxWorkers: Number(process.env.PARALLEL_WORKERS) || 3, sequence: { groupOrder: 0 } };
+const parallel = { maxWorkers: Number(process.env.PARALLEL_WORKERS) || 2, sequence: { groupOrder: 0 } };
 
 export default defineConfig({
   test: {
