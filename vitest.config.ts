@@ -22,8 +22,9 @@ const common = {
 // the e2e files waited for the stacks they start. These three projects share
 // group 0 with two workers (`PARALLEL_WORKERS`). Three took the group from
 // 338 s to 288-300 s on a 2-core Intel Xeon, but the second of two full runs
-// with three failed tests/webhooks.test.ts (a user's connect recorded twice,
-// under that load; not explained yet), so two it stays. The suites whose
+// with three failed tests/webhooks.test.ts (a user's connect delivered
+// twice under that load; the likeliest cause, a webhook read stored twice
+// under new ids, is fixed since), so two it stays. The suites whose
 // assertions time what other work slows (attack, faults, ha) run after them,
 // one file at a time.
 const SERIAL_E2E = 'tests/sdk-tarball.test.ts';

@@ -56,7 +56,7 @@ export function tenantDeletionContract(driver: string, makeHarness: () => Promis
         const hooks = new WebhookStore(db, store.feed);
         const endpointId = randomUUID();
         await hooks.create({ endpointId, tenantId: t, url: 'https://example.com/hook', events: ['member_added'], secret: 'sealed', now: new Date(clock.now()) });
-        expect(await hooks.route([{ tenantId: t, type: 'member_added', eventId: randomUUID(), event: { type: 'member_added' }, createdAt: new Date(clock.now()) }], '1-0')).toEqual({ routed: 1 });
+        expect(await hooks.route([{ tenantId: t, type: 'member_added', eventId: randomUUID(), event: { type: 'member_added' }, createdAt: new Date(clock.now()) }], await hooks.streamPosition(), '1-0')).toEqual({ routed: 1, stored: true });
         await hooks.recordAttempt(endpointId, t, { attemptedAt: new Date(clock.now()), events: 1, firstEventId: null, status: 500, error: 'x', latencyMs: 1, nextAttemptAt: null, delivered: [], failures: 1, failingSince: null });
         await new UsageStore(db, clock).applyFlush({ flushId: `i:${t}`, instanceId: 'i', rows: [{ ...emptyCounts(), tenantId: t, hourMs, deliveries: 1, peakConnections: 1, refusals: { subscriptions: 1 } }] });
       }

@@ -68,7 +68,13 @@ export function webhookStoreContract(driver: string, makeHarness: () => Promise<
       await store.setEnabled(t1.tenantId, b.result.endpointId, false, new Date(clock.now()));
       const ev = (tenantId: string, type: string, at: number) => ({ tenantId, type, eventId: randomUUID(), event: { type, n: at }, createdAt: new Date(clock.now() + at) });
       const read = [ev(t1.tenantId, 'member_added', 1), ev(t1.tenantId, 'channel_vacated', 2), ev(t2.tenantId, 'member_added', 3), ev(t1.tenantId, 'user_connected', 4), ev(t1.tenantId, 'member_added', 5)];
-      expect(await store.route(read, '1700000000000-7')).toEqual({ routed: 3 });
+      const from = await store.streamPosition();
+      expect(await store.route(read, from, '1700000000000-7')).toEqual({ routed: 3, stored: true });
+      expect(await store.streamPosition()).toBe('1700000000000-7');
+      // The same read stored again (its first storing answered too late for its caller): the
+      // position has moved on from `from`, so nothing is stored twice under new event ids.
+      const again = read.map((e) => ({ ...e, eventId: randomUUID() }));
+      expect(await store.route(again, from, '1700000000000-7')).toEqual({ routed: 0, stored: false });
       expect(await store.streamPosition()).toBe('1700000000000-7');
       // Only the enabled endpoint that wants them, in the read's order; none for the switched-off one.
       expect((await store.queued(a.result.endpointId, 10)).map((d) => d.eventId)).toEqual([read[0]!.eventId, read[3]!.eventId, read[4]!.eventId]);

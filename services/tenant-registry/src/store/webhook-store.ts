@@ -197,25 +197,32 @@ export class WebhookStore {
 
   /**
    * Stores what was read from the stream, one delivery per enabled endpoint
-   * of the event's tenant that wants its type, and moves the stream position,
-   * in one statement (atomic: nothing read twice or lost). The routing is a
-   * join in the database: no endpoint rows travel. `unnest … WITH ORDINALITY`
-   * keeps the read's order, so each endpoint's `seq` does too. Returns how many
-   * events went to at least one endpoint.
+   * of the event's tenant that wants its type, and moves the stream position
+   * from `from` (where the read started; undefined before the first) to
+   * `to`, in one statement (atomic). The routing is a join in the database:
+   * no endpoint rows travel. `unnest … WITH ORDINALITY` keeps the read's
+   * order, so each endpoint's `seq` does too. Only when the position still
+   * is `from`: a read whose storing answered late (the statement committed,
+   * its caller had given up) and is read and stored again finds the position
+   * moved and stores nothing (`stored: false`); its events already have
+   * their ids, and a second copy under new ids would reach endpoints twice.
+   * `routed`: events that went to at least one endpoint.
    */
-  async route(events: readonly NewEvent[], streamPosition: string): Promise<{ routed: number }> {
-    const [row] = await this.db.query<{ routed: string | number }>(
+  async route(events: readonly NewEvent[], from: string | undefined, to: string): Promise<{ routed: number; stored: boolean }> {
+    const [row] = await this.db.query<{ routed: string | number; stored: boolean }>(
       `WITH d AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::timestamptz[]) WITH ORDINALITY AS d(tenant_id, type, event_id, event, created_at, n)),
-            pos AS (INSERT INTO webhook_stream_position (id, last_id) VALUES (1, $6) ON CONFLICT (id) DO UPDATE SET last_id = excluded.last_id),
+            pos AS (INSERT INTO webhook_stream_position (id, last_id) VALUES (1, $6) ON CONFLICT (id) DO UPDATE SET last_id = excluded.last_id
+                     WHERE webhook_stream_position.last_id IS NOT DISTINCT FROM $7::text RETURNING 1 AS moved),
             ins AS (INSERT INTO webhook_deliveries (endpoint_id, tenant_id, event_id, event, created_at)
                     SELECT e.endpoint_id, d.tenant_id, d.event_id, d.event::jsonb, d.created_at
                       FROM d JOIN webhook_endpoints e ON e.tenant_id = d.tenant_id AND e.enabled AND e.events ? d.type
+                     WHERE EXISTS (SELECT 1 FROM pos)
                      ORDER BY d.n, e.endpoint_id
                     RETURNING event_id)
-       SELECT count(DISTINCT event_id) AS routed FROM ins`,
-      [events.map((e) => e.tenantId), events.map((e) => e.type), events.map((e) => e.eventId), events.map((e) => JSON.stringify(e.event)), events.map((e) => e.createdAt.toISOString()), streamPosition],
+       SELECT (SELECT count(DISTINCT event_id) FROM ins) AS routed, EXISTS (SELECT 1 FROM pos) AS stored`,
+      [events.map((e) => e.tenantId), events.map((e) => e.type), events.map((e) => e.eventId), events.map((e) => JSON.stringify(e.event)), events.map((e) => e.createdAt.toISOString()), to, from ?? null],
     );
-    return { routed: Number(row!.routed) };
+    return { routed: Number(row!.routed), stored: row!.stored === true };
   }
 
   /**

@@ -163,7 +163,13 @@ export class WebhookSender {
       if (read.length === 0) continue;
       const last = read[read.length - 1]!.id;
       try {
-        await this.route(read.flatMap((e) => (e.record ? [e.record] : [])), last);
+        if (!(await this.route(read.flatMap((e) => (e.record ? [e.record] : [])), position, last))) {
+          // The position had moved: an earlier try of this read was stored after all (its answer
+          // came too late). Go on from where the database is, storing nothing twice.
+          position = await this.deps.store.streamPosition();
+          this.deps.logger.info({ position }, 'webhook sender: this read was stored already; going on from the stored position');
+          continue;
+        }
       } catch (err) {
         this.deps.source.unread(read);
         this.deps.logger.warn({ err: (err as Error).message }, 'webhook sender: events not stored; read again');
@@ -176,12 +182,14 @@ export class WebhookSender {
     }
   }
 
-  private async route(records: readonly WebhookEventRecord[], position: string): Promise<void> {
+  /** False when the stream position was no longer `from` (nothing stored). */
+  private async route(records: readonly WebhookEventRecord[], from: string | undefined, to: string): Promise<boolean> {
     const events: NewEvent[] = records.map((r) => {
       const id = randomUUID();
       return { tenantId: r.tenantId, type: r.type, eventId: id, event: eventJson(id, r), createdAt: new Date(r.ms) };
     });
-    const { routed } = await this.deps.store.route(events, position);
+    const { routed, stored } = await this.deps.store.route(events, from, to);
+    if (!stored) return false;
     if (routed > 0) {
       this.routedGeneration += 1;
       // A batch that may already be full goes at the next tick; otherwise not before its wait is over.
@@ -189,6 +197,7 @@ export class WebhookSender {
       this.dueAt(soonest);
     }
     if (routed < events.length) this.deps.metrics.events('unrouted', events.length - routed);
+    return true;
   }
 
   /** An endpoint switched on in this process: its queue is looked at now, not at the next idle round. */
