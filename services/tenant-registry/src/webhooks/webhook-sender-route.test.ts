@@ -17,8 +17,8 @@ import { createWebhookEventSource } from './webhook-source';
  * A read whose storing committed but answered its caller too late (a
  * statement timeout under load, the registry's loop stalled) is read and
  * stored again. Before, the second storing gave the same events new ids, and
- * an endpoint got each twice (tests/webhooks.test.ts saw a user_connected
- * and a user_disconnected twice in a loaded full run).
+ * an endpoint got each twice: the likeliest cause of tests/webhooks.test.ts
+ * seeing a user_connected and a user_disconnected twice in a loaded full run.
  */
 describe('webhook sender: a read stored late is not stored twice', () => {
   const dir = mkdtempSync(join(tmpdir(), 'registry-sender-route-'));
